@@ -1,0 +1,26 @@
+"""The biLM in pure PyTorch: no spaCy import anywhere below this package."""
+from .cache import TokenCache
+from .char_ids import CharIdEncoder, batch_to_ids, token_to_char_ids
+from .config import BiLMConfig, OptionsError, published_shapes
+from .lstm import BiLSTMStack, LSTMState
+from .model import BiLM, BiLMOutput, length_sorted_batches
+from .token_encoder import CharCNNEncoder, WordEncoder
+from .vocab import Vocabulary
+
+__all__ = [
+    "BiLM",
+    "BiLMOutput",
+    "BiLMConfig",
+    "BiLSTMStack",
+    "CharCNNEncoder",
+    "CharIdEncoder",
+    "LSTMState",
+    "OptionsError",
+    "TokenCache",
+    "Vocabulary",
+    "WordEncoder",
+    "batch_to_ids",
+    "length_sorted_batches",
+    "published_shapes",
+    "token_to_char_ids",
+]

@@ -1,0 +1,110 @@
+"""Language-model heads: the softmax both directions share.
+
+* `full`: exact softmax over the whole vocabulary (small vocabularies, and
+  every evaluation).
+* `sampled`: bilm-tf's sampled softmax: one set of log-uniform (Zipfian)
+  negatives shared by the batch, logits corrected by the log of each class's
+  expected count, accidental hits removed. The vocabulary must be sorted by
+  frequency, as `Vocabulary.from_counts` does.
+* `adaptive`: PyTorch's adaptive softmax (Grave et al. 2017), frequency-ordered
+  clusters with smaller projections for rare words.
+"""
+import math
+from typing import Optional, Sequence
+
+import torch
+from torch import nn
+
+HEAD_KINDS = ("full", "sampled", "adaptive")
+
+
+class SoftmaxHead(nn.Module):
+    def __init__(
+        self,
+        n_vocab: int,
+        dim: int,
+        kind: str = "full",
+        n_samples: int = 8192,
+        cutoffs: Optional[Sequence[int]] = None,
+    ) -> None:
+        super().__init__()
+        if kind not in HEAD_KINDS:
+            raise ValueError(f"softmax kind must be one of {HEAD_KINDS}, got {kind!r}")
+        self.kind = kind
+        self.n_vocab = n_vocab
+        self.dim = dim
+        self.n_samples = n_samples
+        if kind == "adaptive":
+            cutoffs = list(cutoffs or _default_cutoffs(n_vocab))
+            self.cutoffs = cutoffs
+            self.adaptive = nn.AdaptiveLogSoftmaxWithLoss(dim, n_vocab, cutoffs, div_value=4.0)
+        else:
+            self.cutoffs = []
+            self.weight = nn.Parameter(torch.zeros(n_vocab, dim))
+            self.bias = nn.Parameter(torch.zeros(n_vocab))
+
+    def reset_parameters(self, generator: Optional[torch.Generator] = None) -> None:
+        with torch.no_grad():
+            if self.kind == "adaptive":
+                for p in self.adaptive.parameters():
+                    if p.dim() > 1:
+                        bound = 1.0 / math.sqrt(p.shape[1])
+                        p.uniform_(-bound, bound, generator=generator)
+                    else:
+                        p.zero_()
+            else:
+                self.weight.normal_(0.0, 1.0 / math.sqrt(self.dim), generator=generator)
+                self.bias.zero_()
+
+    def config(self) -> dict:
+        return {"kind": self.kind, "n_vocab": self.n_vocab, "dim": self.dim, "n_samples": self.n_samples, "cutoffs": self.cutoffs}
+
+    def log_prob(self, hidden: torch.Tensor, targets: torch.Tensor) -> torch.Tensor:
+        """Exact log p(target | hidden) for each row: (n, dim), (n,) -> (n,)."""
+        if self.kind == "adaptive":
+            return self.adaptive(hidden, targets).output
+        logits = torch.addmm(self.bias, hidden, self.weight.t())
+        return logits.log_softmax(dim=-1).gather(1, targets[:, None]).squeeze(1)
+
+    def loss(self, hidden: torch.Tensor, targets: torch.Tensor, generator: Optional[torch.Generator] = None) -> torch.Tensor:
+        """Summed negative log likelihood used for training (sampled where configured)."""
+        if hidden.shape[0] == 0:
+            return hidden.sum() * 0.0
+        if self.kind == "adaptive":
+            return -self.adaptive(hidden, targets).output.sum()
+        if self.kind == "full" or self.n_samples >= self.n_vocab:
+            logits = torch.addmm(self.bias, hidden, self.weight.t())
+            return nn.functional.cross_entropy(logits, targets, reduction="sum")
+        return self._sampled_loss(hidden, targets, generator)
+
+    def _sampled_loss(self, hidden: torch.Tensor, targets: torch.Tensor, generator: Optional[torch.Generator]) -> torch.Tensor:
+        device = hidden.device
+        log_range = math.log(self.n_vocab + 1)
+        u = torch.rand(self.n_samples, generator=generator).to(device)
+        # unique() also sorts, which the accidental-hit search below relies on
+        sampled = (torch.exp(u * log_range).floor().long() - 1).clamp_(0, self.n_vocab - 1).unique()
+
+        def log_expected(ids: torch.Tensor) -> torch.Tensor:
+            p = (torch.log(ids.double() + 2.0) - torch.log(ids.double() + 1.0)) / log_range
+            # probability that a class was drawn at least once in n_samples draws
+            return torch.log(-torch.expm1(self.n_samples * torch.log1p(-p))).to(hidden.dtype)
+
+        true_logits = (hidden * self.weight[targets]).sum(-1) + self.bias[targets] - log_expected(targets)
+        sampled_bias = self.bias[sampled] - log_expected(sampled)
+        logits = torch.addmm(sampled_bias, hidden, self.weight[sampled].t())
+        # a sampled class equal to the row's target is an accidental hit: drop it
+        where = torch.searchsorted(sampled, targets).clamp_(max=sampled.shape[0] - 1)
+        rows = (sampled[where] == targets).nonzero().squeeze(1)
+        if rows.numel():
+            logits = logits.index_put((rows, where[rows]), torch.tensor(float("-inf"), device=device, dtype=logits.dtype))
+        # cross entropy with the true class first, without building [true, sampled]
+        normalizer = torch.logaddexp(true_logits, torch.logsumexp(logits, dim=1))
+        return (normalizer - true_logits).sum()
+
+
+def _default_cutoffs(n_vocab: int) -> list:
+    cutoffs = [c for c in (2000, 10000, 50000) if c < n_vocab - 1]
+    return cutoffs or [max(1, n_vocab // 2)]
+
+
+__all__ = ["SoftmaxHead", "HEAD_KINDS"]

@@ -1,0 +1,135 @@
+"""The biLM with its softmax: the training objective of ELMo's first stage.
+
+The forward LM predicts each next token, the backward LM each previous token;
+both share the token encoder and the softmax, and the loss is the sum of the
+two directions' negative log likelihoods. Inputs come as `LMBatch`es, built
+either from whole sentences (each with <S> and </S>, zero initial state) or
+from fixed-length windows of a token stream whose state is carried from one
+window to the next (bilm-tf's unrolled training); see `spacy_elmo.pretrain`.
+"""
+from dataclasses import dataclass
+from typing import Dict, List, Optional, Sequence, Tuple
+
+import numpy
+import torch
+from torch import nn
+
+from .heads import SoftmaxHead
+from .lstm import LSTMState
+from .model import BiLM
+from .vocab import Vocabulary
+
+
+@dataclass
+class LMBatch:
+    """Rows of token-table indices per direction and what each position predicts.
+
+    tokens: distinct tokens; index 0 = <S>, 1 = </S>, 2 + i = tokens[i].
+    index: (2, batch, time) int64, processing order per direction.
+    targets: (2, batch, time) int64 vocabulary ids, -1 where nothing is predicted.
+    lengths: per row, the number of positions read.
+    """
+
+    tokens: List[str]
+    index: numpy.ndarray
+    targets: numpy.ndarray
+    lengths: List[int]
+
+    @property
+    def n_targets(self) -> int:
+        return int((self.targets[0] >= 0).sum())
+
+
+def sentence_batch(sentences: Sequence[Sequence[str]], vocab: Vocabulary) -> LMBatch:
+    """Whole sentences: forward reads <S> w1..wn and predicts w1..wn </S>; backward mirrors it."""
+    table: Dict[str, int] = {}
+    batch = len(sentences)
+    time = max((len(s) + 2 for s in sentences), default=2)
+    index = numpy.zeros((2, batch, time), dtype=numpy.int64)
+    targets = numpy.full((2, batch, time), -1, dtype=numpy.int64)
+    lengths = []
+    for b, sentence in enumerate(sentences):
+        seq = [0] + [table.setdefault(t, len(table) + 2) for t in sentence] + [1]
+        ids = [vocab.bos] + vocab.encode(sentence) + [vocab.eos]
+        n = len(seq)
+        lengths.append(n)
+        index[0, b, :n] = seq
+        index[1, b, :n] = seq[::-1]
+        targets[0, b, : n - 1] = ids[1:]
+        targets[1, b, : n - 1] = ids[::-1][1:]
+    return LMBatch(list(table), index, targets, lengths)
+
+
+class LanguageModel(nn.Module):
+    def __init__(self, bilm: BiLM, vocab: Vocabulary, head: SoftmaxHead) -> None:
+        super().__init__()
+        if head.n_vocab != len(vocab):
+            raise ValueError(f"softmax has {head.n_vocab} classes but the vocabulary {len(vocab)} words")
+        if head.dim != bilm.config.projection_dim:
+            raise ValueError(f"softmax input {head.dim} != projection_dim {bilm.config.projection_dim}")
+        self.bilm = bilm
+        self.head = head
+        self.vocab = vocab
+
+    def forward(
+        self,
+        batch: LMBatch,
+        state: Optional[LSTMState] = None,
+        exact: bool = False,
+        generator: Optional[torch.Generator] = None,
+    ) -> Tuple[torch.Tensor, torch.Tensor, LSTMState]:
+        """(summed NLL per direction (2,), target count per direction (2,), final state).
+
+        `exact` evaluates the full softmax whatever the head's training kind.
+        """
+        _, outputs, final = self.bilm.run(batch.tokens, batch.index, batch.lengths, state)
+        top = outputs[-1]
+        if self.training and self.bilm.config.dropout > 0:
+            top = nn.functional.dropout(top, self.bilm.config.dropout, True)
+        targets = torch.from_numpy(batch.targets).to(top.device)
+        losses, counts = [], []
+        for direction in (0, 1):
+            keep = targets[direction] >= 0
+            hidden = top[direction][keep]
+            gold = targets[direction][keep]
+            if exact:
+                loss = -self.head.log_prob(hidden, gold).sum()
+            else:
+                loss = self.head.loss(hidden, gold, generator)
+            losses.append(loss)
+            counts.append(gold.shape[0])
+        return torch.stack(losses), torch.tensor(counts, dtype=torch.long), final
+
+    @torch.no_grad()
+    def perplexity(self, sentences: Sequence[Sequence[str]], batch_tokens: int = 4096) -> Dict[str, float]:
+        """Forward, backward and mean perplexity over whole sentences (exact softmax)."""
+        from .model import length_sorted_batches
+
+        was_training = self.training
+        self.eval()
+        totals = numpy.zeros(2)
+        count = 0
+        try:
+            for positions in length_sorted_batches([len(s) for s in sentences], batch_tokens, 512):
+                batch = sentence_batch([sentences[i] for i in positions], self.vocab)
+                losses, counts, _ = self.forward(batch, exact=True)
+                totals += losses.double().cpu().numpy()
+                count += int(counts[0])
+        finally:
+            self.train(was_training)
+        return perplexities(totals, count)
+
+
+def perplexities(nll_sums: numpy.ndarray, count: int) -> Dict[str, float]:
+    if count == 0:
+        return {"forward": float("nan"), "backward": float("nan"), "mean": float("nan"), "tokens": 0}
+    forward, backward = numpy.exp(nll_sums / count)
+    return {
+        "forward": float(forward),
+        "backward": float(backward),
+        "mean": float(numpy.exp(nll_sums.sum() / (2 * count))),
+        "tokens": int(count),
+    }
+
+
+__all__ = ["LanguageModel", "LMBatch", "sentence_batch", "perplexities"]

@@ -1,0 +1,316 @@
+"""Stacked, projected LSTMs for both directions, run together.
+
+Each layer is TensorFlow's `LSTMCell(num_proj=..., cell_clip=..., proj_clip=...)`
+as bilm-tf used it: +1.0 added to the forget gate at run time, the cell
+clipped to +-cell_clip, the output projected and clipped to +-proj_clip. Skip
+connections add a layer's input to its output for every layer but the first.
+Gates are stored in the order (i, f, o, j) so that the three sigmoid gates are
+one contiguous slice; the published weights (order i, j, f, o) are permuted on
+import and export.
+
+Both directions run in one loop as a batch of two (`torch.baddbmm` over a
+leading direction axis). Inputs arrive in *processing order*: the forward
+direction reads a row left to right, the backward direction reads its own
+input, which for sentences is the row reversed within its length. Rows are
+sorted by length so that, at step t, the active rows are a prefix of the batch:
+no work is spent on padding, and a row never reads padding.
+
+Speed: the input products of all timesteps are one matrix product before the
+loop. With gradients, the recurrence runs inside one autograd Function whose
+backward pass is hand-written: per step it does only the two small products
+the recurrence needs, and the weight gradients are single large products over
+all timesteps afterwards.
+"""
+from typing import List, NamedTuple, Optional, Sequence, Tuple
+
+import torch
+from torch import nn
+
+from .config import BiLMConfig
+
+# published (TensorFlow) order i, j, f, o  ->  internal order i, f, o, j
+TF_TO_INTERNAL = (0, 2, 3, 1)
+INTERNAL_TO_TF = (0, 3, 1, 2)
+
+
+def permute_gates(tensor: torch.Tensor, order: Sequence[int]) -> torch.Tensor:
+    """Reorder the four gate blocks along the last axis."""
+    blocks = tensor.chunk(4, dim=-1)
+    return torch.cat([blocks[i] for i in order], dim=-1)
+
+
+class LSTMState(NamedTuple):
+    """Per layer: h (2, batch, projection_dim) and c (2, batch, lstm_dim); axis 0 = direction."""
+
+    h: Tuple[torch.Tensor, ...]
+    c: Tuple[torch.Tensor, ...]
+
+    def detach(self) -> "LSTMState":
+        return LSTMState(tuple(t.detach() for t in self.h), tuple(t.detach() for t in self.c))
+
+    def select(self, rows: torch.Tensor) -> "LSTMState":
+        return LSTMState(tuple(t[:, rows] for t in self.h), tuple(t[:, rows] for t in self.c))
+
+
+class BiLSTMStack(nn.Module):
+    """L projected LSTM layers per direction, forward and backward independent."""
+
+    def __init__(self, config: BiLMConfig) -> None:
+        super().__init__()
+        self.n_layers = config.n_layers
+        self.hidden = config.lstm_dim
+        self.proj = config.projection_dim
+        self.cell_clip = config.cell_clip
+        self.proj_clip = config.proj_clip
+        self.use_skip_connections = config.use_skip_connections
+        self.dropout = config.dropout
+        self.fused = True
+        H, P = config.lstm_dim, config.projection_dim
+        # axis 0 = direction (0 forward, 1 backward); gate blocks in order i, f, o, j
+        self.weight_ih = nn.ParameterList([nn.Parameter(torch.zeros(2, P, 4 * H)) for _ in range(self.n_layers)])
+        self.weight_hh = nn.ParameterList([nn.Parameter(torch.zeros(2, P, 4 * H)) for _ in range(self.n_layers)])
+        self.bias = nn.ParameterList([nn.Parameter(torch.zeros(2, 1, 4 * H)) for _ in range(self.n_layers)])
+        self.weight_proj = nn.ParameterList([nn.Parameter(torch.zeros(2, H, P)) for _ in range(self.n_layers)])
+
+    def reset_parameters(self, generator: Optional[torch.Generator] = None) -> None:
+        with torch.no_grad():
+            for layer in range(self.n_layers):
+                for weight in (self.weight_ih[layer], self.weight_hh[layer]):
+                    bound = (6.0 / (weight.shape[1] + weight.shape[2])) ** 0.5
+                    weight.uniform_(-bound, bound, generator=generator)
+                self.bias[layer].zero_()
+                bound = (6.0 / (self.hidden + self.proj)) ** 0.5
+                self.weight_proj[layer].uniform_(-bound, bound, generator=generator)
+
+    def zero_state(self, batch_size: int, like: torch.Tensor) -> LSTMState:
+        h = tuple(like.new_zeros((2, batch_size, self.proj)) for _ in range(self.n_layers))
+        c = tuple(like.new_zeros((2, batch_size, self.hidden)) for _ in range(self.n_layers))
+        return LSTMState(h, c)
+
+    def forward(
+        self,
+        inputs: torch.Tensor,
+        lengths: torch.Tensor,
+        state: Optional[LSTMState] = None,
+    ) -> Tuple[List[torch.Tensor], LSTMState]:
+        """Run both directions.
+
+        inputs: (2, batch, time, projection_dim) in processing order.
+        lengths: (batch,) int64 on CPU.
+        Returns each layer's output (2, batch, time, projection_dim) in
+        processing order (zeros past a row's length) and the final state of
+        every row (its state after its own last step).
+        """
+        batch = inputs.shape[1]
+        if state is None:
+            state = self.zero_state(batch, inputs)
+        lengths_list = [int(n) for n in lengths.tolist()]
+        order = sorted(range(batch), key=lambda i: -lengths_list[i])
+        identity = order == list(range(batch))
+        if not identity:
+            order_t = torch.tensor(order, device=inputs.device)
+            inputs = inputs[:, order_t]
+            state = state.select(order_t)
+        sorted_lengths = [lengths_list[i] for i in order]
+        outputs: List[torch.Tensor] = []
+        finals_h, finals_c = [], []
+        x = inputs
+        for layer in range(self.n_layers):
+            layer_input = x
+            if self.training and self.dropout > 0:
+                layer_input = nn.functional.dropout(layer_input, self.dropout, True)
+            out, h_n, c_n = self.run_layer(layer, layer_input, sorted_lengths, state.h[layer], state.c[layer])
+            if self.use_skip_connections and layer > 0:
+                out = out + x
+            outputs.append(out)
+            finals_h.append(h_n)
+            finals_c.append(c_n)
+            x = out
+        final = LSTMState(tuple(finals_h), tuple(finals_c))
+        if not identity:
+            inverse = torch.empty(batch, dtype=torch.long, device=inputs.device)
+            inverse[order_t] = torch.arange(batch, device=inputs.device)
+            outputs = [o[:, inverse] for o in outputs]
+            final = final.select(inverse)
+        return outputs, final
+
+    def run_layer(
+        self,
+        layer: int,
+        inputs: torch.Tensor,
+        lengths: List[int],
+        h0: torch.Tensor,
+        c0: torch.Tensor,
+    ) -> Tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+        """One layer, both directions; rows sorted by decreasing length."""
+        two, batch, time, _ = inputs.shape
+        H = self.hidden
+        # every timestep's input product at once, with the bias and TF's forget +1
+        bias = self.bias[layer] + _forget_offset(H, inputs)
+        gates_x = torch.baddbmm(bias, inputs.reshape(2, batch * time, -1), self.weight_ih[layer])
+        gates_x = gates_x.view(2, batch, time, 4 * H)
+        w_hh, w_proj = self.weight_hh[layer], self.weight_proj[layer]
+        clips = (self.cell_clip or 0.0, self.proj_clip or 0.0)
+        if torch.is_grad_enabled() and self.fused:
+            return _FusedRecurrence.apply(gates_x, h0, c0, w_hh, w_proj, tuple(lengths), clips)
+        if torch.is_grad_enabled():
+            return _recurrence_autograd(gates_x, h0, c0, w_hh, w_proj, lengths, clips)
+        out, h_n, c_n, _ = _recurrence(gates_x, h0, c0, w_hh, w_proj, lengths, clips, save=False)
+        return out, h_n, c_n
+
+
+def _forget_offset(hidden: int, like: torch.Tensor) -> torch.Tensor:
+    offset = like.new_zeros((1, 1, 4 * hidden))
+    offset[..., hidden : 2 * hidden] = 1.0
+    return offset
+
+
+def _active_counts(lengths: Sequence[int], time: int) -> List[int]:
+    """Rows still running at each step (lengths sorted in decreasing order)."""
+    counts, active = [], len(lengths)
+    for t in range(time):
+        while active > 0 and lengths[active - 1] <= t:
+            active -= 1
+        counts.append(active)
+    return counts
+
+
+def _recurrence(gates_x, h0, c0, w_hh, w_proj, lengths, clips, save: bool):
+    """The loop itself, no autograd. With `save`, keeps what the backward pass needs."""
+    _, batch, time, four_h = gates_x.shape
+    H = four_h // 4
+    cell_clip, proj_clip = clips
+    max_len = lengths[0] if lengths else 0
+    counts = _active_counts(lengths, max_len)
+    out = gates_x.new_zeros((2, batch, time, w_proj.shape[2]))
+    h_n, c_n = h0.clone(), c0.clone()
+    h, c = h0, c0
+    saved = {"sig": [], "tanh_j": [], "c_raw": [], "tanh_c": [], "h_pre": [], "c_prev": []}
+    if save:
+        saved["h_prev"] = gates_x.new_zeros((2, time, batch, h0.shape[2]))
+        saved["m"] = gates_x.new_zeros((2, time, batch, H))
+    for t in range(max_len):
+        a = counts[t]
+        if a < h.shape[1]:
+            h, c = h[:, :a], c[:, :a]
+        gates = torch.baddbmm(gates_x[:, :a, t], h, w_hh)
+        sig = torch.sigmoid(gates[..., : 3 * H])
+        tanh_j = torch.tanh(gates[..., 3 * H :])
+        c_raw = sig[..., H : 2 * H] * c + sig[..., :H] * tanh_j
+        c_new = c_raw.clamp(-cell_clip, cell_clip) if cell_clip else c_raw
+        tanh_c = torch.tanh(c_new)
+        m = sig[..., 2 * H :] * tanh_c
+        h_pre = torch.bmm(m, w_proj)
+        h_new = h_pre.clamp(-proj_clip, proj_clip) if proj_clip else h_pre
+        out[:, :a, t] = h_new
+        if save:
+            saved["sig"].append(sig)
+            saved["tanh_j"].append(tanh_j)
+            saved["c_raw"].append(c_raw)
+            saved["tanh_c"].append(tanh_c)
+            saved["h_pre"].append(h_pre)
+            saved["c_prev"].append(c)
+            saved["h_prev"][:, t, :a] = h
+            saved["m"][:, t, :a] = m
+        # rows whose last step this is keep their final state
+        end = counts[t + 1] if t + 1 < max_len else 0
+        if end < a:
+            h_n[:, end:a] = h_new[:, end:]
+            c_n[:, end:a] = c_new[:, end:]
+        h, c = h_new, c_new
+    saved["counts"] = counts
+    return out, h_n, c_n, saved
+
+
+class _FusedRecurrence(torch.autograd.Function):
+    @staticmethod
+    def forward(ctx, gates_x, h0, c0, w_hh, w_proj, lengths, clips):
+        with torch.no_grad():
+            out, h_n, c_n, saved = _recurrence(gates_x, h0, c0, w_hh, w_proj, list(lengths), clips, save=True)
+        ctx.saved = saved
+        ctx.clips = clips
+        ctx.shape = gates_x.shape
+        ctx.save_for_backward(w_hh, w_proj)
+        return out, h_n, c_n
+
+    @staticmethod
+    def backward(ctx, grad_out, grad_hn, grad_cn):
+        w_hh, w_proj = ctx.saved_tensors
+        saved = ctx.saved
+        cell_clip, proj_clip = ctx.clips
+        _, batch, time, four_h = ctx.shape
+        H = four_h // 4
+        counts = saved["counts"]
+        grad_out = grad_out if grad_out is not None else w_hh.new_zeros((2, batch, time, w_proj.shape[2]))
+        dh_carry = grad_hn.clone() if grad_hn is not None else w_hh.new_zeros((2, batch, w_proj.shape[2]))
+        dc_carry = grad_cn.clone() if grad_cn is not None else w_hh.new_zeros((2, batch, H))
+        d_gates = w_hh.new_zeros((2, time, batch, four_h))
+        d_hpre_all = w_hh.new_zeros((2, time, batch, w_proj.shape[2]))
+        w_hh_t = w_hh.transpose(1, 2)
+        w_proj_t = w_proj.transpose(1, 2)
+        for t in range(len(counts) - 1, -1, -1):
+            a = counts[t]
+            sig, tanh_j, c_raw = saved["sig"][t], saved["tanh_j"][t], saved["c_raw"][t]
+            tanh_c, h_pre, c_prev = saved["tanh_c"][t], saved["h_pre"][t], saved["c_prev"][t]
+            dh = grad_out[:, :a, t] + dh_carry[:, :a]
+            if proj_clip:
+                dh = dh * (h_pre.abs() <= proj_clip)
+            d_hpre_all[:, t, :a] = dh
+            dm = torch.bmm(dh, w_proj_t)
+            s_i, s_f, s_o = sig[..., :H], sig[..., H : 2 * H], sig[..., 2 * H :]
+            dc = dm * s_o * (1.0 - tanh_c * tanh_c) + dc_carry[:, :a]
+            if cell_clip:
+                dc = dc * (c_raw.abs() <= cell_clip)
+            dg = d_gates[:, t, :a]
+            dg[..., :H] = dc * tanh_j * s_i * (1.0 - s_i)
+            dg[..., H : 2 * H] = dc * c_prev * s_f * (1.0 - s_f)
+            dg[..., 2 * H : 3 * H] = dm * tanh_c * s_o * (1.0 - s_o)
+            dg[..., 3 * H :] = dc * s_i * (1.0 - tanh_j * tanh_j)
+            dh_carry[:, :a] = torch.bmm(dg, w_hh_t)
+            dc_carry[:, :a] = dc * s_f
+        flat = 2, time * batch
+        grad_w_hh = torch.bmm(saved["h_prev"].reshape(*flat, -1).transpose(1, 2), d_gates.reshape(*flat, four_h))
+        grad_w_proj = torch.bmm(saved["m"].reshape(*flat, H).transpose(1, 2), d_hpre_all.reshape(*flat, -1))
+        grad_gates_x = d_gates.transpose(1, 2)
+        ctx.saved = None
+        return grad_gates_x, dh_carry, dc_carry, grad_w_hh, grad_w_proj, None, None
+
+
+def _recurrence_autograd(gates_x, h0, c0, w_hh, w_proj, lengths, clips):
+    """The same recurrence in plain autograd: the reference the fused path is tested against."""
+    _, batch, time, four_h = gates_x.shape
+    H = four_h // 4
+    cell_clip, proj_clip = clips
+    steps_x = gates_x.unbind(2)
+    max_len = lengths[0] if lengths else 0
+    counts = _active_counts(lengths, max_len)
+    h, c = h0, c0
+    steps, h_parts, c_parts = [], [], []
+    for t in range(max_len):
+        a = counts[t]
+        if a < h.shape[1]:
+            h_parts.append(h[:, a:])
+            c_parts.append(c[:, a:])
+            h, c = h[:, :a], c[:, :a]
+        gates = torch.baddbmm(steps_x[t][:, :a], h, w_hh)
+        sig = torch.sigmoid(gates[..., : 3 * H])
+        c = sig[..., H : 2 * H] * c + sig[..., :H] * torch.tanh(gates[..., 3 * H :])
+        if cell_clip:
+            c = c.clamp(-cell_clip, cell_clip)
+        h = torch.bmm(sig[..., 2 * H :] * torch.tanh(c), w_proj)
+        if proj_clip:
+            h = h.clamp(-proj_clip, proj_clip)
+        steps.append(nn.functional.pad(h, (0, 0, 0, batch - a)))
+    h_parts.append(h)
+    c_parts.append(c)
+    h_n = torch.cat(h_parts[::-1], dim=1)
+    c_n = torch.cat(c_parts[::-1], dim=1)
+    if steps:
+        out = torch.stack(steps, dim=2)
+        out = nn.functional.pad(out, (0, 0, 0, time - max_len))
+    else:
+        out = gates_x.new_zeros((2, batch, time, w_proj.shape[2]))
+    return out, h_n, c_n
+
+
+__all__ = ["BiLSTMStack", "LSTMState", "permute_gates", "TF_TO_INTERNAL", "INTERNAL_TO_TF"]

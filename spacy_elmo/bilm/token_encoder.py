@@ -1,0 +1,168 @@
+"""Context-free token encoders: the character CNN of ELMo, and plain word embeddings.
+
+The character CNN is computed exactly as the reference (embedding, one valid
+convolution per width with max-pool over all `max_chars` positions, activation,
+highway layers, projection) but without its wasted work:
+
+* all widths are one matrix product: each width's kernel is zero-padded to the
+  widest, so one (positions, w_max * dim) x (w_max * dim, n_filters) GEMM
+  serves every filter;
+* tokens are grouped by their number of non-padding slots T, and only windows
+  starting at positions < T are computed. Every window that starts later sees
+  padding only, so its value is the same constant for every token; it enters
+  the max-pool as that constant wherever the reference has such a window.
+"""
+import math
+from typing import List
+
+import numpy
+import torch
+from torch import nn
+
+from .char_ids import PAD_ID
+from .config import BiLMConfig
+
+# cap on the rows of one convolution product, so memory stays bounded
+_MAX_CONV_ELEMENTS = 1 << 24
+
+
+class CharCNNEncoder(nn.Module):
+    """Character ids (n, max_chars) -> token vectors (n, output_dim)."""
+
+    def __init__(self, config: BiLMConfig) -> None:
+        super().__init__()
+        self.max_chars = config.max_characters_per_token
+        self.activation = config.activation
+        dim = config.char_embedding_dim
+        self.widths = [w for w, _ in config.filters]
+        self.max_width = max(self.widths)
+        # row 0 = absent token (always zero); rows 1..261 = the published table
+        self.char_embed = nn.Parameter(torch.zeros(262, dim))
+        self.conv_weights = nn.ParameterList([nn.Parameter(torch.zeros(w, dim, n)) for w, n in config.filters])
+        self.conv_biases = nn.ParameterList([nn.Parameter(torch.zeros(n)) for _, n in config.filters])
+        n_filters = config.n_filters
+        # highway: columns [:F] transform, [F:] carry (multiplies the transform)
+        self.highways = nn.ParameterList()
+        self.highway_biases = nn.ParameterList()
+        for _ in range(config.n_highway):
+            self.highways.append(nn.Parameter(torch.zeros(n_filters, 2 * n_filters)))
+            self.highway_biases.append(nn.Parameter(torch.zeros(2 * n_filters)))
+        self.n_filters = n_filters
+        self.has_projection = n_filters != config.projection_dim
+        if self.has_projection:
+            self.proj_weight = nn.Parameter(torch.zeros(n_filters, config.projection_dim))
+            self.proj_bias = nn.Parameter(torch.zeros(config.projection_dim))
+        self.output_dim = config.projection_dim
+        # per-filter last valid window start: a width-w window must fit in max_chars
+        last_start = torch.tensor(
+            [self.max_chars - w for w, n in config.filters for _ in range(n)], dtype=torch.long
+        )
+        self.register_buffer("_last_start", last_start, persistent=False)
+
+    def reset_parameters(self, generator: torch.Generator = None) -> None:
+        """Initialisation for training from scratch (as bilm-tf's defaults)."""
+        with torch.no_grad():
+            self.char_embed.uniform_(-1.0, 1.0, generator=generator)
+            self.char_embed[0].zero_()
+            for (w, weight), bias in zip(zip(self.widths, self.conv_weights), self.conv_biases):
+                fan_in = w * weight.shape[1]
+                weight.uniform_(-math.sqrt(1.0 / fan_in), math.sqrt(1.0 / fan_in), generator=generator)
+                bias.zero_()
+            for weight, bias in zip(self.highways, self.highway_biases):
+                weight.normal_(0.0, math.sqrt(1.0 / self.n_filters), generator=generator)
+                bias[: self.n_filters].zero_()
+                bias[self.n_filters :].fill_(-2.0)  # start close to the identity
+            if self.has_projection:
+                self.proj_weight.normal_(0.0, math.sqrt(1.0 / self.n_filters), generator=generator)
+                self.proj_bias.zero_()
+
+    def _stacked_kernel(self) -> torch.Tensor:
+        """All widths as one (max_width * dim, n_filters) matrix, zero-padded."""
+        dim = self.char_embed.shape[1]
+        blocks = []
+        for w, weight in zip(self.widths, self.conv_weights):
+            block = weight.reshape(w * dim, -1)
+            if w < self.max_width:
+                block = nn.functional.pad(block, (0, 0, 0, (self.max_width - w) * dim))
+            blocks.append(block)
+        return torch.cat(blocks, dim=1)
+
+    def forward(self, char_ids: torch.Tensor) -> torch.Tensor:
+        if char_ids.shape[0] == 0:
+            return self.char_embed.new_zeros((0, self.output_dim))
+        pooled = self.pool(char_ids)
+        if self.activation == "relu":
+            x = torch.relu(pooled)
+        else:
+            x = torch.tanh(pooled)
+        for weight, bias in zip(self.highways, self.highway_biases):
+            h = torch.addmm(bias, x, weight)
+            transform = torch.relu(h[:, : self.n_filters])
+            carry = torch.sigmoid(h[:, self.n_filters :])
+            x = carry * transform + (1.0 - carry) * x
+        if self.has_projection:
+            x = torch.addmm(self.proj_bias, x, self.proj_weight)
+        return x
+
+    def pool(self, char_ids: torch.Tensor) -> torch.Tensor:
+        """Max-pooled convolutions (before the activation), (n, n_filters)."""
+        kernel = self._stacked_kernel()
+        bias = torch.cat(list(self.conv_biases))
+        dim = self.char_embed.shape[1]
+        wmax = self.max_width
+        # the window of pure padding, shared by every token
+        pad_window = self.char_embed[PAD_ID].repeat(wmax)
+        pad_value = pad_window @ kernel + bias
+        lengths = ((char_ids != PAD_ID) & (char_ids != 0)).sum(dim=1)
+        lengths_np = lengths.cpu().numpy()
+        order = numpy.argsort(lengths_np, kind="stable")
+        sorted_lengths = lengths_np[order]
+        order_t = torch.from_numpy(order).to(char_ids.device)
+        parts: List[torch.Tensor] = []
+        starts = numpy.flatnonzero(numpy.r_[True, sorted_lengths[1:] != sorted_lengths[:-1]])
+        ends = numpy.r_[starts[1:], len(order)]
+        positions = torch.arange(self.max_chars, device=char_ids.device)
+        for start, end in zip(starts.tolist(), ends.tolist()):
+            n_pos = max(int(sorted_lengths[start]), 1)
+            span = min(n_pos + wmax - 1, self.max_chars)
+            # windows starting at p > last_start of a filter do not exist
+            valid = positions[:n_pos, None] <= self._last_start[None, :]
+            mask = torch.zeros(valid.shape, dtype=kernel.dtype, device=kernel.device)
+            mask.masked_fill_(~valid, float("-inf"))
+            # the constant all-padding window exists iff it starts inside max_chars
+            with_pad = (n_pos <= self._last_start).to(kernel.dtype)
+            pad_floor = torch.where(with_pad > 0, pad_value, torch.full_like(pad_value, float("-inf")))
+            rows_per_chunk = max(1, _MAX_CONV_ELEMENTS // (n_pos * kernel.shape[1]))
+            for lo in range(start, end, rows_per_chunk):
+                idx = order_t[lo : min(end, lo + rows_per_chunk)]
+                emb = self.char_embed[char_ids[idx, :span]]  # (n, span, dim)
+                if span < n_pos + wmax - 1:
+                    emb = nn.functional.pad(emb, (0, 0, 0, n_pos + wmax - 1 - span))
+                windows = emb.unfold(1, wmax, 1)  # (n, n_pos, dim, wmax)
+                windows = windows.transpose(2, 3).reshape(-1, wmax * dim)
+                conv = torch.addmm(bias, windows, kernel).view(len(idx), n_pos, -1)
+                pooled = (conv + mask).amax(dim=1)
+                parts.append(torch.maximum(pooled, pad_floor))
+        pooled_sorted = torch.cat(parts, dim=0)
+        inverse = torch.empty_like(order_t)
+        inverse[order_t] = torch.arange(len(order_t), device=order_t.device)
+        return pooled_sorted[inverse]
+
+
+class WordEncoder(nn.Module):
+    """Word ids -> vectors: bilm-tf's `use_character_inputs = false` encoder."""
+
+    def __init__(self, config: BiLMConfig) -> None:
+        super().__init__()
+        self.embedding = nn.Parameter(torch.zeros(config.n_tokens_vocab, config.projection_dim))
+        self.output_dim = config.projection_dim
+
+    def reset_parameters(self, generator: torch.Generator = None) -> None:
+        with torch.no_grad():
+            self.embedding.uniform_(-1.0, 1.0, generator=generator)
+
+    def forward(self, word_ids: torch.Tensor) -> torch.Tensor:
+        return self.embedding[word_ids]
+
+
+__all__ = ["CharCNNEncoder", "WordEncoder"]

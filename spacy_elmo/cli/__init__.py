@@ -1,0 +1,29 @@
+"""Command line: `python -m spacy_elmo COMMAND`, `spacy-elmo COMMAND` or `spacy elmo COMMAND`.
+
+Commands: pretrain, perplexity, embed, convert, info.
+"""
+import typer
+
+from .convert import convert_cli
+from .embed import embed_cli
+from .info import info_cli
+from .perplexity import perplexity_cli
+from .pretrain import pretrain_cli
+
+HELP = """ELMo for spaCy: pretrain a biLM, embed text, convert and inspect weights."""
+
+app = typer.Typer(name="elmo", help=HELP, no_args_is_help=True, add_completion=False)
+
+_EXTRA_ARGS = {"allow_extra_args": True, "ignore_unknown_options": True}
+app.command("pretrain", context_settings=_EXTRA_ARGS)(pretrain_cli)
+app.command("perplexity")(perplexity_cli)
+app.command("embed")(embed_cli)
+app.command("convert")(convert_cli)
+app.command("info")(info_cli)
+
+
+def main() -> None:
+    app(prog_name="python -m spacy_elmo")
+
+
+__all__ = ["app", "main"]

@@ -1,0 +1,32 @@
+"""`convert`: between the published format and the native one."""
+from pathlib import Path
+
+import typer
+from wasabi import msg
+
+from ._util import fail, load_weights_or_fail
+
+
+def convert_cli(
+    input_dir: Path = typer.Argument(..., help="Weights directory in either format"),
+    output_dir: Path = typer.Argument(..., help="Directory to write"),
+    to: str = typer.Option("native", "--to", "-t", help="Target format: native or published"),
+    no_softmax: bool = typer.Option(False, "--no-softmax", help="Native target: leave the softmax out"),
+) -> None:
+    """Convert biLM weights: published options.json + weights.hdf5 <-> native.
+
+    Published output is readable by AllenNLP, bilm-tf and any tool that reads
+    the published ELMo files; the softmax (not part of that format) is dropped.
+    """
+    from ..io import export_published, save_native
+
+    if to not in ("native", "published"):
+        fail(f"--to must be 'native' or 'published', got {to!r}")
+    loaded = load_weights_or_fail(input_dir, with_softmax=not no_softmax)
+    if to == "published":
+        options, weights = export_published(loaded.bilm, output_dir)
+        msg.good(f"Wrote {options} and {weights}")
+        return
+    head = None if no_softmax else loaded.head
+    save_native(output_dir, loaded.bilm, loaded.vocab if head is not None or loaded.vocab else None, head, loaded.metadata)
+    msg.good(f"Wrote native model to {output_dir}")

@@ -1,0 +1,42 @@
+"""`info`: describe a biLM directory."""
+from pathlib import Path
+from typing import Optional
+
+import srsly
+import typer
+from wasabi import msg
+
+from ._util import load_weights_or_fail
+
+
+def info_cli(
+    model_path: Optional[Path] = typer.Argument(None, help="Weights directory (default: the embedded English model)"),
+    as_json: bool = typer.Option(False, "--json", help="Print JSON"),
+) -> None:
+    """Architecture, size and provenance of a biLM."""
+    loaded = load_weights_or_fail(model_path, with_softmax=True)
+    bilm = loaded.bilm
+    config = bilm.config
+    n_params = sum(p.numel() for p in bilm.parameters())
+    info = {
+        "path": str(model_path) if model_path else "(embedded English model)",
+        "layers": config.n_output_layers,
+        "width": config.width,
+        "parameters": n_params,
+        "token_encoder": "characters" if config.use_character_inputs else "words",
+        "softmax": loaded.head.config() if loaded.head is not None else None,
+        "vocab_size": len(loaded.vocab) if loaded.vocab is not None else None,
+        "config": config.to_dict(),
+        "metadata": {k: v for k, v in loaded.metadata.items() if k != "config"},
+    }
+    if as_json:
+        print(srsly.json_dumps(info, indent=2))
+        return
+    msg.divider("biLM")
+    rows = [(k, v) for k, v in info.items() if k not in ("config", "metadata")]
+    msg.table(rows)
+    msg.divider("architecture")
+    msg.table(list(info["config"].items()))
+    if info["metadata"]:
+        msg.divider("metadata")
+        msg.table([(k, v) for k, v in info["metadata"].items()])

@@ -1,0 +1,50 @@
+"""`perplexity`: score text with a pretrained biLM's softmax."""
+from pathlib import Path
+
+import srsly
+import typer
+from wasabi import msg
+
+from ._util import fail, load_weights_or_fail, pick_device
+
+
+def perplexity_cli(
+    model_path: Path = typer.Argument(..., help="Model directory (native format with a softmax)"),
+    text_path: Path = typer.Argument(..., help="Text file (.txt or .gz), one sentence or paragraph per line", exists=True),
+    as_json: bool = typer.Option(False, "--json", help="Print one JSON object: forward, backward, mean, tokens"),
+    lang: str = typer.Option("en", "--lang", help="spaCy language of the tokenizer"),
+    max_length: int = typer.Option(64, "--max-length", help="Cut longer lines into segments of this many tokens"),
+    batch_tokens: int = typer.Option(4096, "--batch-tokens", help="Padded tokens per batch"),
+    gpu_id: int = typer.Option(-1, "--gpu-id", "-g", help="GPU to use (-1: CPU)"),
+) -> None:
+    """Forward, backward and mean perplexity of MODEL_PATH on TEXT_PATH."""
+    import spacy
+
+    from ..io.errors import WeightsError
+    from ..pretrain.corpus import open_text, split_long
+
+    loaded = load_weights_or_fail(model_path, with_softmax=True)
+    try:
+        lm = loaded.language_model()
+    except WeightsError:
+        fail(
+            f"{model_path}: this model has no softmax, so it cannot score text (published ELMo weights "
+            "ship without one); use a model trained with `spacy_elmo pretrain`"
+        )
+    lm.to(pick_device(gpu_id))
+    tokenizer = spacy.blank(lang).tokenizer
+    segments = []
+    with open_text(text_path) as handle:
+        lines = (line.strip() for line in handle)
+        for doc in tokenizer.pipe(line for line in lines if line):
+            segments.extend(split_long([t.text for t in doc if not t.is_space], max_length))
+    if not segments:
+        fail(f"{text_path}: no tokens to score")
+    result = lm.perplexity(segments, batch_tokens=batch_tokens)
+    if as_json:
+        print(srsly.json_dumps(result))
+        return
+    msg.table(
+        [(k, f"{result[k]:.3f}") for k in ("forward", "backward", "mean")] + [("tokens", f"{result['tokens']:,}")],
+        header=("perplexity", "value"),
+    )

@@ -1,0 +1,72 @@
+"""Weight formats: the published `options.json` + `weights.hdf5`, and the native format.
+
+`load_bilm(path)` is the one function users need: PATH is a directory in
+either format.
+"""
+from pathlib import Path
+from typing import List, Optional, Union
+
+from ..bilm.model import BiLM
+from .errors import WeightsError
+from .native import NativeModel, is_native, load_native, read_meta, save_native
+from .published import export_published, load_published, read_options
+
+PathLike = Union[str, Path]
+
+
+def find_published_files(directory: PathLike) -> tuple:
+    """(options, weights, vocab or None) of a published-format directory."""
+    directory = Path(directory)
+    options = _pick(directory, ["options.json"], "*options*.json", "options file (options.json)")
+    weights = _pick(directory, ["weights.hdf5", "lm_weights.hdf5"], "*weights*.hdf5", "weight file (weights.hdf5)")
+    vocab = directory / "vocab.txt"
+    return options, weights, vocab if vocab.is_file() else None
+
+
+def _pick(directory: Path, names: List[str], pattern: str, what: str) -> Path:
+    for name in names:
+        if (directory / name).is_file():
+            return directory / name
+    found = sorted(directory.glob(pattern))
+    if len(found) == 1:
+        return found[0]
+    if not found:
+        raise WeightsError(f"{directory}: no {what} found")
+    raise WeightsError(f"{directory}: several candidates for the {what}: {[p.name for p in found]}")
+
+
+def load_model(path: PathLike, with_softmax: bool = True) -> NativeModel:
+    """Load a directory in either format (published weights have no softmax)."""
+    path = Path(path)
+    if not path.exists():
+        raise WeightsError(f"{path}: no such directory")
+    if not path.is_dir():
+        raise WeightsError(f"{path}: expected a directory holding elmo.json or options.json + weights.hdf5")
+    if is_native(path):
+        return load_native(path, with_softmax=with_softmax)
+    options, weights, vocab = find_published_files(path)
+    return NativeModel(load_published(options, weights, vocab), metadata={"source": str(path), "format": "published"})
+
+
+def load_bilm(path: Optional[PathLike] = None) -> BiLM:
+    """The biLM of a weight directory; with no path, the package's embedded English model."""
+    if path is None:
+        from ..resources import default_model_path
+
+        path = default_model_path()
+    return load_model(path, with_softmax=False).bilm
+
+
+__all__ = [
+    "WeightsError",
+    "NativeModel",
+    "load_bilm",
+    "load_model",
+    "load_native",
+    "save_native",
+    "read_meta",
+    "load_published",
+    "export_published",
+    "read_options",
+    "find_published_files",
+]

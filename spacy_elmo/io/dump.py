@@ -1,0 +1,204 @@
+"""Bulk embedding into the published dump layout (the reference `elmo` command's file).
+
+OUTPUT is one HDF5 file: a dataset per input line named by its line number
+("0", "1", ...) of shape (L+1, n_tokens, width) float32 (or (n_tokens, width)
+for a single combined layer), and `sentence_to_index`, a one-element string
+dataset holding JSON that maps each line's text to its key.
+
+Crash safety: the work happens in OUTPUT.partial, flushed after every chunk
+of lines, and is renamed to OUTPUT only when complete. An existing .partial
+file is either resumed (`resume=True`: lines already present are kept) or
+replaced (`overwrite=True`).
+
+Sharding: `shard=(k, n)` embeds the lines with number % n == k into
+`OUTPUT.shard-k-of-n`; `join_shards` then writes OUTPUT holding HDF5 virtual
+datasets that point into the shard files, with the same keys and
+`sentence_to_index` as a single run.
+"""
+import json
+import os
+from pathlib import Path
+from typing import Callable, Iterator, List, Optional, Sequence, Tuple, Union
+
+import numpy
+
+from ..bilm.model import BiLM
+from .errors import WeightsError
+
+PathLike = Union[str, Path]
+LAYER_MODES = ("all", "top", "average", "mix")
+
+
+class DumpError(ValueError):
+    pass
+
+
+def combine_layers(layers: numpy.ndarray, mode: str, mix: Optional[Sequence[float]] = None) -> numpy.ndarray:
+    """(L+1, n, w) -> as `mode` says: all layers, the top one, their mean, or a weighted sum."""
+    if mode == "all":
+        return layers
+    if mode == "top":
+        return layers[-1]
+    if mode == "average":
+        return layers.mean(axis=0)
+    if mode == "mix":
+        if mix is None or len(mix) != layers.shape[0]:
+            raise DumpError(f"a mix needs {layers.shape[0]} weights (one per layer), got {mix}")
+        weights = numpy.asarray(mix, dtype=numpy.float32)
+        return numpy.tensordot(weights, layers, axes=(0, 0)).astype(numpy.float32)
+    raise DumpError(f"unknown layer mode {mode!r}; choose from {LAYER_MODES}")
+
+
+def read_lines(path: PathLike) -> Iterator[Tuple[int, str]]:
+    """(line number, line text without its newline) of a UTF-8 text file."""
+    with open(path, "r", encoding="utf-8", errors="replace", newline="") as handle:
+        for number, line in enumerate(handle):
+            yield number, line.rstrip("\r\n")
+
+
+def shard_path(output: PathLike, shard: int, n_shards: int) -> Path:
+    output = Path(output)
+    return output.with_name(f"{output.name}.shard-{shard}-of-{n_shards}")
+
+
+def partial_path(output: PathLike) -> Path:
+    output = Path(output)
+    return output.with_name(output.name + ".partial")
+
+
+def embed_file(
+    model: BiLM,
+    input_path: PathLike,
+    output_path: PathLike,
+    layers: str = "all",
+    mix: Optional[Sequence[float]] = None,
+    batch_tokens: int = 4096,
+    batch_size: int = 256,
+    chunk_lines: int = 4096,
+    shard: Tuple[int, int] = (0, 1),
+    resume: bool = False,
+    overwrite: bool = False,
+    precision: str = "float32",
+    on_progress: Optional[Callable[[int, int], None]] = None,
+) -> Path:
+    """Embed INPUT line by line into OUTPUT (or its shard file); memory stays flat."""
+    import h5py
+
+    if layers not in LAYER_MODES:
+        raise DumpError(f"unknown layer mode {layers!r}; choose from {LAYER_MODES}")
+    if layers == "mix":
+        combine_layers(numpy.zeros((model.n_layers, 0, model.width), dtype=numpy.float32), layers, mix)
+    k, n = shard
+    if not 0 <= k < n:
+        raise DumpError(f"shard {k}/{n}: need 0 <= K < N")
+    final = Path(output_path) if n == 1 else shard_path(output_path, k, n)
+    work = partial_path(final)
+    if final.exists() and not overwrite:
+        raise DumpError(f"{final} exists; pass --overwrite to replace it")
+    if work.exists() and not (resume or overwrite):
+        raise DumpError(
+            f"{work} holds an interrupted run; pass --resume to continue it or --overwrite to start again"
+        )
+    if work.exists() and overwrite and not resume:
+        work.unlink()
+    done: set = set()
+    mode = "w"
+    if work.exists() and resume:
+        try:
+            with h5py.File(work, "r") as f:
+                done = {int(key) for key in f.keys() if key.isdigit()}
+            mode = "a"
+        except OSError:
+            work.unlink()  # torn by a crash during a write: start this file again
+            done = set()
+    mapping = {}
+    with h5py.File(work, mode) as out:
+        out.attrs["status"] = "incomplete"
+        out.attrs["layers"] = layers
+        out.attrs["shard"] = f"{k}/{n}"
+        pending: List[Tuple[int, List[str]]] = []
+        for number, line in read_lines(input_path):
+            if number % n != k:
+                continue
+            mapping[line] = str(number)
+            if number in done:
+                continue
+            pending.append((number, line.split()))
+            if len(pending) >= chunk_lines:
+                _write_chunk(model, out, pending, layers, mix, batch_tokens, batch_size, precision, on_progress)
+                pending = []
+        if pending:
+            _write_chunk(model, out, pending, layers, mix, batch_tokens, batch_size, precision, on_progress)
+        if "sentence_to_index" in out:
+            del out["sentence_to_index"]
+        out.create_dataset("sentence_to_index", data=numpy.array([json.dumps(mapping)], dtype=h5py.string_dtype()))
+        out.attrs["status"] = "complete"
+    os.replace(work, final)
+    return final
+
+
+def _write_chunk(model, out, pending, layers, mix, batch_tokens, batch_size, precision, on_progress) -> None:
+    sentences = [tokens for _, tokens in pending]
+    for indices, arrays in model.embed_batches(sentences, batch_tokens, batch_size, precision):
+        for i, array in zip(indices, arrays):
+            key = str(pending[i][0])
+            if key in out:
+                del out[key]
+            out.create_dataset(key, data=combine_layers(array, layers, mix))
+        if on_progress is not None:
+            on_progress(sum(len(sentences[i]) for i in indices), len(indices))
+    out.flush()
+
+
+def join_shards(output_path: PathLike, n_shards: int, input_path: Optional[PathLike] = None) -> Path:
+    """OUTPUT with one virtual dataset per key, pointing into the shard files."""
+    import h5py
+
+    output = Path(output_path)
+    shards = [shard_path(output, k, n_shards) for k in range(n_shards)]
+    missing = [str(s) for s in shards if not s.is_file()]
+    if missing:
+        raise DumpError(f"cannot join: shard file(s) missing or unfinished: {missing}")
+    mapping = {}
+    work = partial_path(output)
+    with h5py.File(work, "w") as out:
+        for path in shards:
+            with h5py.File(path, "r") as shard:
+                if shard.attrs.get("status") != "complete":
+                    raise DumpError(f"{path}: shard is not complete")
+                mapping.update(json.loads(shard["sentence_to_index"][0]))
+                out.attrs["layers"] = shard.attrs.get("layers", "all")
+                for key in shard.keys():
+                    if not key.isdigit():
+                        continue
+                    dataset = shard[key]
+                    layout = h5py.VirtualLayout(shape=dataset.shape, dtype=dataset.dtype)
+                    # a relative path keeps the joined file valid when the folder moves
+                    layout[...] = h5py.VirtualSource(os.path.relpath(path, output.parent), key, shape=dataset.shape)
+                    out.create_virtual_dataset(key, layout, fillvalue=numpy.nan)
+        if input_path is not None:
+            # the last occurrence of a repeated line wins, as in a single run
+            mapping = {line: str(number) for number, line in read_lines(input_path)}
+        out.create_dataset("sentence_to_index", data=numpy.array([json.dumps(mapping)], dtype=h5py.string_dtype()))
+        out.attrs["status"] = "complete"
+        out.attrs["shards"] = n_shards
+    os.replace(work, output)
+    return output
+
+
+def read_dump(path: PathLike) -> Tuple[dict, "h5py.File"]:
+    """(sentence_to_index, open file) of a finished dump; raises for incomplete files."""
+    import h5py
+
+    path = Path(path)
+    try:
+        f = h5py.File(path, "r")
+    except OSError as err:
+        raise WeightsError(f"{path}: not a readable HDF5 file ({err})") from None
+    if f.attrs.get("status", "complete") != "complete":
+        f.close()
+        raise DumpError(f"{path}: incomplete dump (interrupted run)")
+    return json.loads(f["sentence_to_index"][0]), f
+
+
+__all__ = ["embed_file", "join_shards", "combine_layers", "read_dump", "DumpError", "LAYER_MODES", "shard_path"]

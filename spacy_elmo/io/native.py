@@ -1,0 +1,186 @@
+"""The package's own model format: a directory of JSON + safetensors.
+
+    elmo.json            format name and version, the biLM config, what else is present
+    bilm.safetensors     token encoder + LSTM weights (all that embedding needs)
+    vocab.txt            softmax / word-input vocabulary (optional)
+    softmax.safetensors  the LM head (optional; only perplexity and further training need it)
+
+Files are written to a temporary name and renamed, so a crash never leaves a
+half-written model behind under the real name.
+"""
+import json
+import os
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Dict, Optional, Union
+
+import torch
+
+from ..bilm.config import BiLMConfig, OptionsError
+from ..bilm.heads import SoftmaxHead
+from ..bilm.language_model import LanguageModel
+from ..bilm.model import BiLM
+from ..bilm.vocab import Vocabulary
+from .errors import WeightsError
+
+FORMAT_NAME = "spacy-elmo"
+FORMAT_VERSION = 1
+META_FILE = "elmo.json"
+BILM_FILE = "bilm.safetensors"
+VOCAB_FILE = "vocab.txt"
+SOFTMAX_FILE = "softmax.safetensors"
+
+PathLike = Union[str, Path]
+
+
+@dataclass
+class NativeModel:
+    bilm: BiLM
+    vocab: Optional[Vocabulary] = None
+    head: Optional[SoftmaxHead] = None
+    metadata: Dict[str, Any] = field(default_factory=dict)
+
+    def language_model(self) -> LanguageModel:
+        if self.head is None or self.vocab is None:
+            raise WeightsError("this model has no softmax (it can embed, but not score text or train further)")
+        return LanguageModel(self.bilm, self.vocab, self.head)
+
+
+def is_native(directory: PathLike) -> bool:
+    return (Path(directory) / META_FILE).is_file()
+
+
+def save_native(
+    directory: PathLike,
+    bilm: BiLM,
+    vocab: Optional[Vocabulary] = None,
+    head: Optional[SoftmaxHead] = None,
+    metadata: Optional[Dict[str, Any]] = None,
+) -> Path:
+    from safetensors.torch import save_file
+
+    directory = Path(directory)
+    directory.mkdir(parents=True, exist_ok=True)
+    if head is not None and vocab is None:
+        raise ValueError("a softmax needs its vocabulary")
+    vocab = vocab if vocab is not None else bilm.input_vocab
+    _atomic(directory / BILM_FILE, lambda p: save_file(_contiguous(bilm.state_dict()), str(p)))
+    if vocab is not None:
+        _atomic(directory / VOCAB_FILE, lambda p: vocab.to_file(p))
+    if head is not None:
+        _atomic(directory / SOFTMAX_FILE, lambda p: save_file(_contiguous(head.state_dict()), str(p)))
+    else:
+        (directory / SOFTMAX_FILE).unlink(missing_ok=True)
+    meta = {
+        "format": FORMAT_NAME,
+        "format_version": FORMAT_VERSION,
+        "bilm": bilm.config.to_dict(),
+        "boundary_strings": bilm.boundary_strings,
+        "vocab": vocab is not None,
+        "softmax": head.config() if head is not None else None,
+        "metadata": metadata or {},
+    }
+    _atomic(directory / META_FILE, lambda p: p.write_text(json.dumps(meta, indent=2) + "\n", encoding="utf-8"))
+    return directory
+
+
+def read_meta(directory: PathLike) -> Dict[str, Any]:
+    path = Path(directory) / META_FILE
+    try:
+        meta = json.loads(path.read_text(encoding="utf-8"))
+    except OSError as err:
+        raise WeightsError(f"{path}: cannot read ({err.strerror or err})") from None
+    except ValueError as err:
+        raise WeightsError(f"{path}: not valid JSON ({err})") from None
+    if not isinstance(meta, dict) or meta.get("format") != FORMAT_NAME:
+        raise WeightsError(f"{path}: not a {FORMAT_NAME} model file (missing \"format\": \"{FORMAT_NAME}\")")
+    version = meta.get("format_version")
+    if not isinstance(version, int) or version > FORMAT_VERSION or version < 1:
+        raise WeightsError(
+            f"{path}: format_version {version!r} is not supported by this spacy-elmo (it reads versions "
+            f"1..{FORMAT_VERSION}); upgrade spacy-elmo to load this model"
+        )
+    for key in ("bilm",):
+        if key not in meta:
+            raise WeightsError(f"{path}: missing key '{key}'")
+    return meta
+
+
+def load_native(directory: PathLike, with_softmax: bool = True) -> NativeModel:
+    directory = Path(directory)
+    meta = read_meta(directory)
+    try:
+        config = BiLMConfig.from_dict(meta["bilm"], source=str(directory / META_FILE))
+    except OptionsError as err:
+        raise WeightsError(str(err)) from None
+    vocab = None
+    if meta.get("vocab"):
+        vocab_path = directory / VOCAB_FILE
+        if not vocab_path.is_file():
+            raise WeightsError(f"{vocab_path}: missing (listed in {META_FILE})")
+        try:
+            vocab = Vocabulary.from_file(vocab_path)
+        except (OSError, ValueError) as err:
+            raise WeightsError(f"{vocab_path}: {err}") from None
+    bilm = BiLM(
+        config,
+        vocab=vocab if not config.use_character_inputs else None,
+        boundary_strings=bool(meta.get("boundary_strings", False)),
+    )
+    _load_state(bilm, directory / BILM_FILE)
+    head = None
+    softmax = meta.get("softmax")
+    if with_softmax and softmax:
+        if vocab is None:
+            raise WeightsError(f"{directory / META_FILE}: a softmax is listed but no vocabulary")
+        head = SoftmaxHead(
+            softmax["n_vocab"], softmax["dim"], softmax["kind"], softmax.get("n_samples", 8192), softmax.get("cutoffs")
+        )
+        _load_state(head, directory / SOFTMAX_FILE)
+    bilm.eval()
+    return NativeModel(bilm, vocab, head, meta.get("metadata", {}))
+
+
+def _load_state(module: torch.nn.Module, path: Path) -> None:
+    from safetensors import SafetensorError
+    from safetensors.torch import load_file
+
+    if not path.is_file():
+        raise WeightsError(f"{path}: missing")
+    try:
+        state = load_file(str(path))
+    except (SafetensorError, OSError, ValueError, RuntimeError) as err:
+        raise WeightsError(f"{path}: not a readable safetensors file ({err})") from None
+    expected = module.state_dict()
+    missing = sorted(set(expected) - set(state))
+    unexpected = sorted(set(state) - set(expected))
+    if missing or unexpected:
+        raise WeightsError(
+            f"{path}: tensors do not match the config: missing {missing[:5]}, unexpected {unexpected[:5]}"
+        )
+    for name, tensor in state.items():
+        if tuple(tensor.shape) != tuple(expected[name].shape):
+            raise WeightsError(
+                f"{path}: tensor '{name}' has shape {tuple(tensor.shape)}, the config implies "
+                f"{tuple(expected[name].shape)}"
+            )
+        if not torch.isfinite(tensor).all():
+            raise WeightsError(f"{path}: tensor '{name}' contains NaN or infinite values")
+    module.load_state_dict(state)
+
+
+def _contiguous(state: Dict[str, torch.Tensor]) -> Dict[str, torch.Tensor]:
+    return {k: v.detach().cpu().contiguous() for k, v in state.items()}
+
+
+def _atomic(path: Path, write) -> None:
+    tmp = path.with_name(f".{path.name}.tmp{os.getpid()}")
+    try:
+        write(tmp)
+        os.replace(tmp, path)
+    finally:
+        if tmp.exists():
+            tmp.unlink()
+
+
+__all__ = ["NativeModel", "save_native", "load_native", "read_meta", "is_native", "FORMAT_VERSION"]

@@ -1,0 +1,235 @@
+"""The published ELMo format: `options.json` + `weights.hdf5` (bilm-tf / AllenNLP layout).
+
+Dataset names, shapes and semantics (see ../shared/fixtures/README.md):
+
+    char_embed                                  (261, char_dim)   row k = char id k+1
+    CNN/W_cnn_i, CNN/b_cnn_i                    (1, width, char_dim, n), (n,)
+    CNN_high_k/{W,b}_{transform,carry}          (F, F), (F,)      carry gate multiplies transform
+    CNN_proj/{W,b}_proj                         (F, P), (P,)      only if F != P
+    embedding                                   (V, P)            word inputs only
+    RNN_d/RNN/MultiRNNCell/Cell{l}/LSTMCell/W_0 (in + P, 4H)      gates i, j, f, o; d=0 fwd, 1 bwd
+                                         .../B  (4H,)
+                                       .../W_P_0 (H, P)
+"""
+import json
+import re
+from pathlib import Path
+from typing import Dict, Iterator, Optional, Tuple, Union
+
+import numpy
+import torch
+
+from ..bilm.config import BiLMConfig, OptionsError
+from ..bilm.lstm import INTERNAL_TO_TF, TF_TO_INTERNAL, permute_gates
+from ..bilm.model import BiLM
+from ..bilm.vocab import Vocabulary
+from .errors import WeightsError
+
+PathLike = Union[str, Path]
+
+
+def read_options(path: PathLike) -> BiLMConfig:
+    path = Path(path)
+    try:
+        text = path.read_text(encoding="utf-8")
+    except OSError as err:
+        raise WeightsError(f"{path}: cannot read options file ({err.strerror or err})") from None
+    try:
+        options = json.loads(text)
+    except ValueError as err:
+        raise WeightsError(f"{path}: not valid JSON ({err})") from None
+    try:
+        return BiLMConfig.from_options(options, source=str(path))
+    except OptionsError as err:
+        raise WeightsError(str(err)) from None
+
+
+def expected_datasets(config: BiLMConfig) -> Iterator[Tuple[str, Tuple[int, ...]]]:
+    """Every dataset name the options imply, with its shape."""
+    P, H = config.projection_dim, config.lstm_dim
+    if config.use_character_inputs:
+        dim = config.char_embedding_dim
+        yield "char_embed", (261, dim)
+        for i, (width, n) in enumerate(config.filters):
+            yield f"CNN/W_cnn_{i}", (1, width, dim, n)
+            yield f"CNN/b_cnn_{i}", (n,)
+        F = config.n_filters
+        for k in range(config.n_highway):
+            for kind in ("transform", "carry"):
+                yield f"CNN_high_{k}/W_{kind}", (F, F)
+                yield f"CNN_high_{k}/b_{kind}", (F,)
+        if F != P:
+            yield "CNN_proj/W_proj", (F, P)
+            yield "CNN_proj/b_proj", (P,)
+    else:
+        yield "embedding", (config.n_tokens_vocab, P)
+    for direction in (0, 1):
+        for layer in range(config.n_layers):
+            prefix = _cell(direction, layer)
+            yield f"{prefix}/W_0", (2 * P, 4 * H)
+            yield f"{prefix}/B", (4 * H,)
+            yield f"{prefix}/W_P_0", (H, P)
+
+
+def _cell(direction: int, layer: int) -> str:
+    return f"RNN_{direction}/RNN/MultiRNNCell/Cell{layer}/LSTMCell"
+
+
+_FAMILIES = [
+    (re.compile(r"CNN/[Wb]_cnn_(\d+)$"), "filters", lambda c: len(c.filters)),
+    (re.compile(r"CNN_high_(\d+)/"), "n_highway", lambda c: c.n_highway),
+    (re.compile(r"RNN_\d+/RNN/MultiRNNCell/Cell(\d+)/"), "n_layers", lambda c: c.n_layers),
+]
+
+
+def read_weights(path: PathLike, config: BiLMConfig, options_path: Optional[PathLike] = None) -> Dict[str, numpy.ndarray]:
+    """Every dataset of `config` from an HDF5 file, checked against the options."""
+    import h5py
+
+    path = Path(path)
+    source = options_path or "the options"
+    arrays: Dict[str, numpy.ndarray] = {}
+    try:
+        with h5py.File(path, "r") as f:
+            for name, shape in expected_datasets(config):
+                if name not in f or not isinstance(f[name], h5py.Dataset):
+                    raise WeightsError(f"{path}: missing dataset '{name}' required by {source}")
+                dataset = f[name]
+                if tuple(dataset.shape) != shape:
+                    raise WeightsError(
+                        f"{path}: dataset '{name}' has shape {tuple(dataset.shape)} but {source} "
+                        f"implies {shape}"
+                    )
+                arrays[name] = numpy.asarray(dataset[...], dtype=numpy.float32)
+            present = []
+            f.visititems(lambda n, o: present.append(n) if isinstance(o, h5py.Dataset) else None)
+    except WeightsError:
+        raise
+    except (OSError, KeyError, ValueError, RuntimeError, TypeError) as err:
+        raise WeightsError(f"{path}: not a readable HDF5 weight file ({err})") from None
+    for name in present:
+        for pattern, setting, limit in _FAMILIES:
+            match = pattern.match(name)
+            if match and int(match.group(1)) >= limit(config):
+                raise WeightsError(
+                    f"{path}: dataset '{name}' does not fit {source} ({setting} = "
+                    f"{getattr(config, setting) if setting != 'filters' else len(config.filters)}): "
+                    "the weights and the options belong to different models"
+                )
+    for name, array in arrays.items():
+        if not numpy.isfinite(array).all():
+            raise WeightsError(f"{path}: dataset '{name}' contains NaN or infinite values")
+    return arrays
+
+
+def load_published(
+    options_path: PathLike, weights_path: PathLike, vocab_path: Optional[PathLike] = None
+) -> BiLM:
+    """A BiLM holding the published weights; it reproduces the reference numbers."""
+    config = read_options(options_path)
+    arrays = read_weights(weights_path, config, options_path)
+    vocab = None
+    if not config.use_character_inputs:
+        if vocab_path is None or not Path(vocab_path).exists():
+            raise WeightsError(
+                f"{options_path}: a word-input model needs its vocabulary file (vocab.txt beside the weights)"
+            )
+        vocab = Vocabulary.from_file(vocab_path)
+        if len(vocab) != config.n_tokens_vocab:
+            raise WeightsError(
+                f"{vocab_path}: {len(vocab)} words but {options_path} says n_tokens_vocab = {config.n_tokens_vocab}"
+            )
+    model = BiLM(config, vocab=vocab)
+    with torch.no_grad():
+        _assign(model, config, arrays)
+    model.eval()
+    return model
+
+
+def _assign(model: BiLM, config: BiLMConfig, arrays: Dict[str, numpy.ndarray]) -> None:
+    t = torch.from_numpy
+    enc = model.token_encoder
+    if config.use_character_inputs:
+        enc.char_embed.zero_()
+        enc.char_embed[1:] = t(arrays["char_embed"])
+        for i in range(len(config.filters)):
+            enc.conv_weights[i].copy_(t(arrays[f"CNN/W_cnn_{i}"][0]))
+            enc.conv_biases[i].copy_(t(arrays[f"CNN/b_cnn_{i}"]))
+        F = config.n_filters
+        for k in range(config.n_highway):
+            enc.highways[k][:, :F] = t(arrays[f"CNN_high_{k}/W_transform"])
+            enc.highways[k][:, F:] = t(arrays[f"CNN_high_{k}/W_carry"])
+            enc.highway_biases[k][:F] = t(arrays[f"CNN_high_{k}/b_transform"])
+            enc.highway_biases[k][F:] = t(arrays[f"CNN_high_{k}/b_carry"])
+        if enc.has_projection:
+            enc.proj_weight.copy_(t(arrays["CNN_proj/W_proj"]))
+            enc.proj_bias.copy_(t(arrays["CNN_proj/b_proj"]))
+    else:
+        enc.embedding.copy_(t(arrays["embedding"]))
+    P = config.projection_dim
+    lstm = model.lstm
+    for direction in (0, 1):
+        for layer in range(config.n_layers):
+            prefix = _cell(direction, layer)
+            w0 = permute_gates(t(arrays[f"{prefix}/W_0"]), TF_TO_INTERNAL)
+            lstm.weight_ih[layer][direction] = w0[:P]
+            lstm.weight_hh[layer][direction] = w0[P:]
+            lstm.bias[layer][direction, 0] = permute_gates(t(arrays[f"{prefix}/B"]), TF_TO_INTERNAL)
+            lstm.weight_proj[layer][direction] = t(arrays[f"{prefix}/W_P_0"])
+
+
+def export_published(model: BiLM, directory: PathLike, vocab_name: str = "vocab.txt") -> Tuple[Path, Path]:
+    """Write options.json + weights.hdf5 that any published-format reader loads."""
+    import h5py
+
+    directory = Path(directory)
+    directory.mkdir(parents=True, exist_ok=True)
+    config = model.config
+    options_path = directory / "options.json"
+    weights_path = directory / "weights.hdf5"
+    arrays = _collect(model, config)
+    tmp = weights_path.with_name(weights_path.name + ".tmp")
+    with h5py.File(tmp, "w") as f:
+        for name, array in arrays.items():
+            f.create_dataset(name, data=array)
+    tmp.replace(weights_path)
+    options_path.write_text(json.dumps(config.to_options(), indent=2) + "\n", encoding="utf-8")
+    if model.input_vocab is not None:
+        model.input_vocab.to_file(directory / vocab_name)
+    return options_path, weights_path
+
+
+def _collect(model: BiLM, config: BiLMConfig) -> Dict[str, numpy.ndarray]:
+    def n(x: torch.Tensor) -> numpy.ndarray:
+        return x.detach().float().cpu().numpy().copy()
+
+    arrays: Dict[str, numpy.ndarray] = {}
+    enc = model.token_encoder
+    if config.use_character_inputs:
+        arrays["char_embed"] = n(enc.char_embed[1:])
+        for i in range(len(config.filters)):
+            arrays[f"CNN/W_cnn_{i}"] = n(enc.conv_weights[i])[None]
+            arrays[f"CNN/b_cnn_{i}"] = n(enc.conv_biases[i])
+        F = config.n_filters
+        for k in range(config.n_highway):
+            arrays[f"CNN_high_{k}/W_transform"] = n(enc.highways[k][:, :F])
+            arrays[f"CNN_high_{k}/W_carry"] = n(enc.highways[k][:, F:])
+            arrays[f"CNN_high_{k}/b_transform"] = n(enc.highway_biases[k][:F])
+            arrays[f"CNN_high_{k}/b_carry"] = n(enc.highway_biases[k][F:])
+        if enc.has_projection:
+            arrays["CNN_proj/W_proj"] = n(enc.proj_weight)
+            arrays["CNN_proj/b_proj"] = n(enc.proj_bias)
+    else:
+        arrays["embedding"] = n(enc.embedding)
+    lstm = model.lstm
+    for direction in (0, 1):
+        for layer in range(config.n_layers):
+            prefix = _cell(direction, layer)
+            w0 = torch.cat([lstm.weight_ih[layer][direction], lstm.weight_hh[layer][direction]], dim=0)
+            arrays[f"{prefix}/W_0"] = n(permute_gates(w0, INTERNAL_TO_TF))
+            arrays[f"{prefix}/B"] = n(permute_gates(lstm.bias[layer][direction, 0], INTERNAL_TO_TF))
+            arrays[f"{prefix}/W_P_0"] = n(lstm.weight_proj[layer][direction])
+    return arrays
+
+
+__all__ = ["read_options", "read_weights", "load_published", "export_published", "expected_datasets"]

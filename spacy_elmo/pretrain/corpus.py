@@ -1,0 +1,191 @@
+"""Pretraining text: read, tokenize once, stream many times.
+
+Inputs are plain-text files (also gzip-compressed), one paragraph or sentence
+per line, or spaCy `.spacy` DocBin files. The first pass tokenizes them with
+the configured language's spaCy tokenizer, drops whitespace-only tokens, cuts
+lines longer than `max_length` tokens into consecutive segments, counts words
+for the vocabulary, and writes one segment per line (tokens separated by a
+space) to a gzip cache. Every epoch then streams that cache: nothing is ever
+loaded whole, and the cache is reused by later runs on the same inputs.
+"""
+import gzip
+import hashlib
+import json
+import os
+from collections import Counter
+from pathlib import Path
+from typing import Callable, Dict, Iterable, Iterator, List, Optional, Sequence, Union
+
+from tqdm import tqdm
+
+PathLike = Union[str, Path]
+_CACHE_VERSION = 1
+
+
+def open_text(path: PathLike):
+    """A text-mode handle on a plain or gzip file (decoding errors replaced, never fatal)."""
+    path = Path(path)
+    if path.suffix == ".gz":
+        return gzip.open(path, "rt", encoding="utf-8", errors="replace")
+    return path.open("r", encoding="utf-8", errors="replace")
+
+
+def _expand(paths: Union[PathLike, Sequence[PathLike]]) -> List[Path]:
+    if isinstance(paths, (str, Path)):
+        paths = [paths]
+    files: List[Path] = []
+    for p in paths:
+        p = Path(p)
+        if p.is_dir():
+            files.extend(sorted(f for f in p.rglob("*") if f.is_file() and _readable_suffix(f)))
+        elif p.is_file():
+            files.append(p)
+        else:
+            raise FileNotFoundError(f"corpus path not found: {p}")
+    if not files:
+        raise FileNotFoundError(f"no .txt, .txt.gz or .spacy files under {list(map(str, paths))}")
+    return files
+
+
+def _readable_suffix(path: Path) -> bool:
+    name = path.name
+    return name.endswith((".txt", ".txt.gz", ".spacy", ".gz"))
+
+
+def _tokenized_lines(files: Sequence[Path], lang: str, batch_size: int = 1000) -> Iterator[List[str]]:
+    """Token lists: one per text line, one per sentence (or doc) of DocBin files."""
+    import spacy
+    from spacy.tokens import DocBin
+
+    nlp = spacy.blank(lang)
+    for path in files:
+        if path.suffix == ".spacy":
+            for doc in DocBin().from_disk(path).get_docs(nlp.vocab):
+                spans = doc.sents if doc.has_annotation("SENT_START") else [doc[:]]
+                for span in spans:
+                    yield [t.text for t in span if not t.is_space]
+            continue
+        with open_text(path) as handle:
+            lines = (line.strip() for line in handle)
+            lines = (line for line in lines if line)
+            for doc in nlp.tokenizer.pipe(lines, batch_size=batch_size):
+                yield [t.text for t in doc if not t.is_space]
+
+
+def split_long(tokens: List[str], max_length: int) -> Iterator[List[str]]:
+    """Consecutive segments of at most max_length tokens (0: no limit)."""
+    if max_length <= 0 or len(tokens) <= max_length:
+        if tokens:
+            yield tokens
+        return
+    for start in range(0, len(tokens), max_length):
+        yield tokens[start : start + max_length]
+
+
+class TokenizedCorpus:
+    """A corpus tokenized once into `cache_dir`; `segments()` streams it."""
+
+    def __init__(self, cache_file: Path, counts_file: Path, info: Dict) -> None:
+        self.cache_file = cache_file
+        self.counts_file = counts_file
+        self.info = info
+
+    @property
+    def n_segments(self) -> int:
+        return int(self.info["segments"])
+
+    @property
+    def n_tokens(self) -> int:
+        return int(self.info["tokens"])
+
+    def segments(self) -> Iterator[List[str]]:
+        with gzip.open(self.cache_file, "rt", encoding="utf-8") as handle:
+            for line in handle:
+                yield line.rstrip("\n").split(" ")
+
+    def counts(self) -> Counter:
+        with gzip.open(self.counts_file, "rt", encoding="utf-8") as handle:
+            return Counter(json.load(handle))
+
+    @classmethod
+    def prepare(
+        cls,
+        paths: Union[PathLike, Sequence[PathLike]],
+        cache_dir: PathLike,
+        lang: str = "en",
+        max_length: int = 64,
+        max_segments: int = 0,
+        progress: bool = True,
+        on_tokenize: Optional[Callable[[int], None]] = None,
+    ) -> "TokenizedCorpus":
+        files = _expand(paths)
+        key = _cache_key(files, lang, max_length, max_segments)
+        cache_dir = Path(cache_dir) / key
+        cache_file = cache_dir / "segments.txt.gz"
+        counts_file = cache_dir / "counts.json.gz"
+        info_file = cache_dir / "info.json"
+        if info_file.is_file():
+            return cls(cache_file, counts_file, json.loads(info_file.read_text()))
+        cache_dir.mkdir(parents=True, exist_ok=True)
+        counts: Counter = Counter()
+        n_segments = n_tokens = 0
+        tmp = cache_dir / f".segments.{os.getpid()}.tmp"
+        bar = tqdm(desc=f"tokenizing {', '.join(f.name for f in files)}", unit=" tok", unit_scale=True, disable=not progress)
+        try:
+            with gzip.open(tmp, "wt", encoding="utf-8", compresslevel=3) as out:
+                for tokens in _tokenized_lines(files, lang):
+                    # a token never holds a space (whitespace tokens were dropped),
+                    # but other whitespace inside one must not split it on reading
+                    tokens = [t.replace(" ", "\u00a0") for t in tokens]
+                    for segment in split_long(tokens, max_length):
+                        out.write(" ".join(segment) + "\n")
+                        counts.update(segment)
+                        n_segments += 1
+                        n_tokens += len(segment)
+                        bar.update(len(segment))
+                        if max_segments and n_segments >= max_segments:
+                            break
+                    if max_segments and n_segments >= max_segments:
+                        break
+            if n_segments == 0:
+                raise ValueError(f"no tokens found in {[str(f) for f in files]}")
+            with gzip.open(counts_file, "wt", encoding="utf-8") as handle:
+                json.dump(dict(counts), handle)
+            os.replace(tmp, cache_file)
+        finally:
+            bar.close()
+            if tmp.exists():
+                tmp.unlink()
+        info = {
+            "files": [str(f) for f in files],
+            "lang": lang,
+            "max_length": max_length,
+            "segments": n_segments,
+            "tokens": n_tokens,
+            "types": len(counts),
+            "version": _CACHE_VERSION,
+        }
+        info_file.write_text(json.dumps(info, indent=2))
+        return cls(cache_file, counts_file, info)
+
+
+def _cache_key(files: Sequence[Path], lang: str, max_length: int, max_segments: int) -> str:
+    digest = hashlib.sha1()
+    for f in files:
+        stat = f.stat()
+        digest.update(f"{f.resolve()}|{stat.st_size}|{stat.st_mtime_ns}".encode())
+    digest.update(f"{lang}|{max_length}|{max_segments}|{_CACHE_VERSION}".encode())
+    return digest.hexdigest()[:16]
+
+
+def iter_segments(corpus: TokenizedCorpus, limit_tokens: int = 0) -> Iterable[List[str]]:
+    """The corpus' segments, stopping once `limit_tokens` tokens were given (0: all)."""
+    seen = 0
+    for segment in corpus.segments():
+        yield segment
+        seen += len(segment)
+        if limit_tokens and seen >= limit_tokens:
+            return
+
+
+__all__ = ["TokenizedCorpus", "open_text", "split_long", "iter_segments"]

@@ -1,0 +1,58 @@
+"""A PNG of the training and dev perplexity curves of a run's log."""
+import json
+from pathlib import Path
+from typing import List, Optional
+
+
+def read_log(path: Path) -> List[dict]:
+    if not Path(path).is_file():
+        return []
+    rows = []
+    for line in Path(path).read_text(encoding="utf-8").splitlines():
+        line = line.strip()
+        if line:
+            try:
+                rows.append(json.loads(line))
+            except ValueError:
+                continue  # a line torn by a crash is skipped, not fatal
+    return rows
+
+
+def plot_perplexity(log_path: Path, out_path: Path, title: Optional[str] = None) -> Optional[Path]:
+    """Write the plot; returns None when matplotlib or data are missing."""
+    rows = [r for r in read_log(log_path) if "step" in r]
+    if not rows:
+        return None
+    try:
+        import matplotlib
+
+        matplotlib.use("Agg")
+        import matplotlib.pyplot as plt
+    except ImportError:
+        return None
+    fig, ax = plt.subplots(figsize=(7, 4.5))
+    steps = [r["step"] for r in rows]
+    series = [
+        ("train_ppl", "train (training objective)", "-"),
+        ("dev_forward", "dev forward", "--"),
+        ("dev_backward", "dev backward", "--"),
+        ("dev_mean", "dev mean", "-"),
+    ]
+    for key, label, style in series:
+        points = [(s, r[key]) for s, r in zip(steps, rows) if r.get(key) is not None]
+        if points:
+            ax.plot([p[0] for p in points], [p[1] for p in points], style, label=label, marker=".")
+    ax.set_yscale("log")
+    ax.set_xlabel("optimizer step")
+    ax.set_ylabel("perplexity")
+    ax.set_title(title or "biLM pretraining")
+    ax.grid(True, which="both", alpha=0.3)
+    ax.legend()
+    fig.tight_layout()
+    out_path = Path(out_path)
+    fig.savefig(out_path, dpi=100)
+    plt.close(fig)
+    return out_path
+
+
+__all__ = ["plot_perplexity", "read_log"]
