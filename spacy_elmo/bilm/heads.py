@@ -37,7 +37,11 @@ class SoftmaxHead(nn.Module):
         if kind == "adaptive":
             cutoffs = list(cutoffs or _default_cutoffs(n_vocab))
             self.cutoffs = cutoffs
-            self.adaptive = nn.AdaptiveLogSoftmaxWithLoss(dim, n_vocab, cutoffs, div_value=4.0)
+            # rarer clusters get dim / div**k wide projections; keep the last >= 1
+            div = 4.0
+            while div > 1.0 and dim // (div ** len(cutoffs)) < 1:
+                div /= 2.0
+            self.adaptive = nn.AdaptiveLogSoftmaxWithLoss(dim, n_vocab, cutoffs, div_value=div)
         else:
             self.cutoffs = []
             self.weight = nn.Parameter(torch.zeros(n_vocab, dim))

@@ -272,7 +272,6 @@ class _FusedRecurrence(torch.autograd.Function):
         grad_w_hh = torch.bmm(saved["h_prev"].reshape(*flat, -1).transpose(1, 2), d_gates.reshape(*flat, four_h))
         grad_w_proj = torch.bmm(saved["m"].reshape(*flat, H).transpose(1, 2), d_hpre_all.reshape(*flat, -1))
         grad_gates_x = d_gates.transpose(1, 2)
-        ctx.saved = None
         return grad_gates_x, dh_carry, dc_carry, grad_w_hh, grad_w_proj, None, None
 
 

@@ -1,0 +1,77 @@
+"""`spacy-elmo.ElmoTok2Vec.v1`: ELMo concatenated with a task's own token features.
+
+As the paper's downstream models: the task-specific ELMo mix is concatenated
+with the task's context-free token representation (e.g. spaCy's
+MultiHashEmbed), projected to `width` with a Maxout layer, and optionally fed
+to a contextual encoder (e.g. spaCy's MaxoutWindowEncoder) of that width.
+
+    [components.tagger.model.tok2vec]
+    @architectures = "spacy-elmo.ElmoTok2Vec.v1"
+    width = 96
+
+    [components.tagger.model.tok2vec.elmo]
+    @architectures = "spacy-elmo.ElmoListener.v1"
+
+    [components.tagger.model.tok2vec.embed]
+    @architectures = "spacy.MultiHashEmbed.v2"
+    width = 96
+    attrs = ["NORM", "PREFIX", "SUFFIX", "SHAPE"]
+    rows = [5000, 1000, 2500, 2500]
+    include_static_vectors = false
+
+    [components.tagger.model.tok2vec.encode]
+    @architectures = "spacy.MaxoutWindowEncoder.v2"
+    width = 96
+    depth = 4
+    window_size = 1
+    maxout_pieces = 3
+"""
+from typing import List, Optional
+
+from spacy.util import registry
+from thinc.api import Maxout, Model, chain, concatenate, with_array
+from thinc.types import Floats2d
+
+
+@registry.architectures("spacy-elmo.ElmoTok2Vec.v1")
+def ElmoTok2Vec(
+    elmo: Model[List, List[Floats2d]],
+    width: int,
+    embed: Optional[Model[List, List[Floats2d]]] = None,
+    encode: Optional[Model[List[Floats2d], List[Floats2d]]] = None,
+    maxout_pieces: int = 3,
+    dropout: Optional[float] = 0.0,
+) -> Model[List, List[Floats2d]]:
+    """Concatenate the ELMo mix with `embed`, project to `width`, then `encode`."""
+    if width < 1:
+        raise ValueError(f"ElmoTok2Vec: width must be >= 1, got {width}")
+    if encode is not None:
+        encode_width = _declared_width(encode)
+        if encode_width is not None and encode_width != width:
+            raise ValueError(
+                f"ElmoTok2Vec: the encoder's width ({encode_width}) differs from width = {width}; "
+                "set both to the same value"
+            )
+    features = concatenate(elmo, embed) if embed is not None else elmo
+    layers = [features, with_array(Maxout(nO=width, nP=maxout_pieces, dropout=dropout, normalize=True))]
+    if encode is not None:
+        layers.append(encode)
+    model = chain(*layers)
+    model.set_dim("nO", width)
+    model.set_ref("elmo", elmo)
+    if embed is not None:
+        model.set_ref("embed", embed)
+    if encode is not None:
+        model.set_ref("encode", encode)
+    return model
+
+
+def _declared_width(model: Model) -> Optional[int]:
+    for node in model.walk():
+        for name in ("nO", "nI"):
+            if node.has_dim(name):
+                return node.get_dim(name)
+    return None
+
+
+__all__ = ["ElmoTok2Vec"]

@@ -1,0 +1,140 @@
+"""Doc, Span and Token extension attributes set by the `elmo` component.
+
+    doc._.elmo          (L+1, len(doc), width) float32 numpy: every layer
+    span._.elmo         (L+1, len(span), width): a view of it
+    token._.elmo        (L+1, width): a view of it
+    *._.elmo_vector     the mix of the layers under the component's own weights
+                        (uniform unless configured); Doc and Span average their
+                        tokens' vectors, whitespace tokens left out
+
+The layers are kept in `doc.user_data`, so `Doc.to_bytes` and `DocBin(
+store_user_data=True)` keep them; a component with `store_layers = false`
+keeps them outside user_data instead, and serialization drops them.
+"""
+from typing import Optional, Tuple
+
+import numpy
+from spacy.tokens import Doc, Span, Token
+
+LAYERS_KEY = ("._.", "elmo", None, None)
+MIX_KEY = ("._.", "elmo_mix", None, None)
+_TRANSIENT_HOOK = "spacy_elmo.layers"
+
+
+def get_doc_layers(doc: Doc) -> Optional[numpy.ndarray]:
+    layers = doc.user_data.get(LAYERS_KEY)
+    if layers is None:
+        layers = doc.user_hooks.get(_TRANSIENT_HOOK)
+    return layers
+
+
+def set_doc_layers(doc: Doc, layers: Optional[numpy.ndarray], store: bool = True) -> None:
+    """Attach layers; with store=False they are not serialized with the doc."""
+    doc.user_data.pop(LAYERS_KEY, None)
+    doc.user_hooks.pop(_TRANSIENT_HOOK, None)
+    if layers is None:
+        return
+    if layers.ndim != 3 or layers.shape[1] != len(doc):
+        raise ValueError(f"doc._.elmo must have shape (L+1, {len(doc)}, width), got {layers.shape}")
+    if store:
+        doc.user_data[LAYERS_KEY] = layers
+    else:
+        doc.user_hooks[_TRANSIENT_HOOK] = layers
+
+
+def set_doc_mix(doc: Doc, weights: numpy.ndarray, gamma: float) -> None:
+    doc.user_data[MIX_KEY] = [float(w) for w in weights] + [float(gamma)]
+
+
+def get_doc_mix(doc: Doc, n_layers: int) -> Tuple[numpy.ndarray, float]:
+    stored = doc.user_data.get(MIX_KEY)
+    if stored is None or len(stored) != n_layers + 1:
+        return numpy.full(n_layers, 1.0 / n_layers, dtype=numpy.float32), 1.0
+    return numpy.asarray(stored[:-1], dtype=numpy.float32), float(stored[-1])
+
+
+def _mixed(doc: Doc) -> Optional[numpy.ndarray]:
+    """(len(doc), width) mixed vectors."""
+    layers = get_doc_layers(doc)
+    if layers is None:
+        return None
+    weights, gamma = get_doc_mix(doc, layers.shape[0])
+    return gamma * numpy.tensordot(weights, layers, axes=(0, 0)).astype(numpy.float32)
+
+
+def _mean_vector(doc: Doc, start: int, end: int) -> Optional[numpy.ndarray]:
+    mixed = _mixed(doc)
+    if mixed is None:
+        return None
+    rows = [i for i in range(start, end) if not doc[i].is_space]
+    if not rows:
+        return numpy.zeros(mixed.shape[1], dtype=numpy.float32)
+    return mixed[rows].mean(axis=0)
+
+
+def _token_layers(token: Token) -> Optional[numpy.ndarray]:
+    layers = get_doc_layers(token.doc)
+    return None if layers is None else layers[:, token.i]
+
+
+def _span_layers(span: Span) -> Optional[numpy.ndarray]:
+    layers = get_doc_layers(span.doc)
+    return None if layers is None else layers[:, span.start : span.end]
+
+
+def _token_vector(token: Token) -> Optional[numpy.ndarray]:
+    layers = get_doc_layers(token.doc)
+    if layers is None:
+        return None
+    weights, gamma = get_doc_mix(token.doc, layers.shape[0])
+    return (gamma * numpy.tensordot(weights, layers[:, token.i], axes=(0, 0))).astype(numpy.float32)
+
+
+def register_extensions() -> None:
+    """Declare the extensions (idempotent: existing ones are replaced with ours)."""
+    Doc.set_extension("elmo", getter=get_doc_layers, setter=set_doc_layers, force=True)
+    Doc.set_extension("elmo_vector", getter=lambda doc: _mean_vector(doc, 0, len(doc)), force=True)
+    Span.set_extension("elmo", getter=_span_layers, force=True)
+    Span.set_extension(
+        "elmo_vector", getter=lambda span: _mean_vector(span.doc, span.start, span.end), force=True
+    )
+    Token.set_extension("elmo", getter=_token_layers, force=True)
+    Token.set_extension("elmo_vector", getter=_token_vector, force=True)
+
+
+def set_vector_hooks(doc: Doc) -> None:
+    """Make .vector, .has_vector and .similarity of the doc, its spans and tokens use ELMo."""
+    doc.user_hooks["vector"] = lambda d: d._.elmo_vector
+    doc.user_hooks["has_vector"] = lambda d: get_doc_layers(d) is not None
+    doc.user_hooks["similarity"] = lambda a, b: _cosine(a._.elmo_vector, _other_vector(b))
+    doc.user_span_hooks["vector"] = lambda s: s._.elmo_vector
+    doc.user_span_hooks["has_vector"] = lambda s: get_doc_layers(s.doc) is not None
+    doc.user_span_hooks["similarity"] = lambda a, b: _cosine(a._.elmo_vector, _other_vector(b))
+    doc.user_token_hooks["vector"] = lambda t: t._.elmo_vector
+    doc.user_token_hooks["has_vector"] = lambda t: get_doc_layers(t.doc) is not None
+    doc.user_token_hooks["similarity"] = lambda a, b: _cosine(a._.elmo_vector, _other_vector(b))
+
+
+def _other_vector(obj) -> Optional[numpy.ndarray]:
+    vector = getattr(obj._, "elmo_vector", None) if hasattr(obj, "_") else None
+    return vector if vector is not None else getattr(obj, "vector", None)
+
+
+def _cosine(a: Optional[numpy.ndarray], b: Optional[numpy.ndarray]) -> float:
+    if a is None or b is None or a.shape != b.shape:
+        return 0.0
+    norm = float(numpy.linalg.norm(a) * numpy.linalg.norm(b))
+    return float(numpy.dot(a, b) / norm) if norm > 0 else 0.0
+
+
+register_extensions()
+
+__all__ = [
+    "register_extensions",
+    "set_doc_layers",
+    "get_doc_layers",
+    "set_doc_mix",
+    "get_doc_mix",
+    "set_vector_hooks",
+    "LAYERS_KEY",
+]

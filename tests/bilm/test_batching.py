@@ -1,0 +1,74 @@
+"""Default mode: a token's vectors do not depend on its batch or on earlier calls."""
+import numpy
+import torch
+
+from spacy_elmo.bilm import BiLM, BiLMConfig, length_sorted_batches
+
+
+def test_alone_equals_mixed_padded_batch(allennlp_bilm, ewt_sentences):
+    sentences = ewt_sentences[:40]
+    batched = allennlp_bilm.embed(sentences, batch_tokens=100_000)
+    for sentence, layers in zip(sentences, batched):
+        alone = allennlp_bilm.embed([sentence])[0]
+        assert layers.shape == (3, len(sentence), 32)
+        numpy.testing.assert_allclose(alone, layers, atol=1e-5)
+
+
+def test_batching_budget_does_not_change_results(allennlp_bilm, ewt_sentences):
+    sentences = ewt_sentences[:60]
+    a = allennlp_bilm.embed(sentences, batch_tokens=64)
+    b = allennlp_bilm.embed(sentences, batch_tokens=50_000)
+    for x, y in zip(a, b):
+        numpy.testing.assert_allclose(x, y, atol=1e-5)
+
+
+def test_forward_does_not_depend_on_previous_calls(allennlp_bilm):
+    s = [["A", "sentence", "here", "."]]
+    first = allennlp_bilm.embed(s)[0]
+    allennlp_bilm.embed([["Something", "else", "entirely", "first"]] * 5)
+    numpy.testing.assert_array_equal(first, allennlp_bilm.embed(s)[0])
+
+
+def test_output_layout_and_empty_sentences(allennlp_bilm):
+    out = allennlp_bilm.embed([["one"], [], ["two", "words"]])
+    assert [o.shape for o in out] == [(3, 1, 32), (3, 0, 32), (3, 2, 32)]
+    assert all(o.dtype == numpy.float32 for o in out)
+    # layer 0 repeats the token vector for both directions
+    numpy.testing.assert_array_equal(out[2][0, :, :16], out[2][0, :, 16:])
+
+
+def test_keep_boundaries(allennlp_bilm):
+    with torch.no_grad():
+        inner = allennlp_bilm([["a", "b"]])
+        outer = allennlp_bilm([["a", "b"]], keep_boundaries=True)
+    assert outer.layers.shape[2] == inner.layers.shape[2] + 2
+    torch.testing.assert_close(outer.layers[:, 0, 1:3], inner.layers[:, 0])
+
+
+def test_huge_and_empty_tokens_get_ids_and_vectors(allennlp_bilm):
+    out = allennlp_bilm.embed([["x" * 10_000, "", "é" * 100, "\ud800"]])[0]
+    assert out.shape == (3, 4, 32) and numpy.isfinite(out).all()
+
+
+def test_length_sorted_batches_cover_everything_once():
+    lengths = [5, 1, 30, 7, 7, 0, 100, 3]
+    batches = list(length_sorted_batches(lengths, batch_tokens=40, max_batch_sentences=3))
+    flat = sorted(i for b in batches for i in b)
+    assert flat == list(range(len(lengths)))
+    for b in batches:
+        longest = max(lengths[i] + 2 for i in b)
+        assert len(b) <= 3 and (len(b) == 1 or longest * len(b) <= 40)
+
+
+def test_word_input_encoder():
+    from spacy_elmo.bilm import Vocabulary
+
+    vocab = Vocabulary(["<S>", "</S>", "<UNK>", "the", "cat"])
+    config = BiLMConfig(lstm_dim=8, projection_dim=4, n_layers=1, use_character_inputs=False, n_tokens_vocab=5)
+    model = BiLM(config, vocab=vocab)
+    model.reset_parameters(0)
+    out = model.embed([["the", "cat", "unknown"]])[0]
+    assert out.shape == (2, 3, 8)
+    # unknown words share the <UNK> row at layer 0
+    out2 = model.embed([["the", "cat", "other"]])[0]
+    numpy.testing.assert_array_equal(out[0, 2], out2[0, 2])

@@ -1,0 +1,83 @@
+"""Shared test fixtures.
+
+Reference fixtures and data come from ../shared (or SPACY_ELMO_FIXTURES /
+SPACY_ELMO_DATA); tests that need them skip with the reason when absent.
+"""
+import os
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parent.parent
+
+
+def _shared(env: str, sub: str) -> Path:
+    if os.environ.get(env):
+        return Path(os.environ[env])
+    return ROOT.parent / "shared" / sub
+
+
+FIXTURES = _shared("SPACY_ELMO_FIXTURES", "fixtures")
+DATA = _shared("SPACY_ELMO_DATA", "data")
+
+
+def require(path: Path) -> Path:
+    if not path.exists():
+        pytest.skip(f"needs {path} (set SPACY_ELMO_FIXTURES / SPACY_ELMO_DATA to point elsewhere)")
+    return path
+
+
+@pytest.fixture(scope="session")
+def fixtures_dir() -> Path:
+    return require(FIXTURES)
+
+
+@pytest.fixture(scope="session")
+def allennlp_dir(fixtures_dir) -> Path:
+    return require(fixtures_dir / "allennlp_elmo")
+
+
+@pytest.fixture(scope="session")
+def bilm_tf_dir(fixtures_dir) -> Path:
+    return require(fixtures_dir / "bilm_tf")
+
+
+@pytest.fixture(scope="session")
+def data_dir() -> Path:
+    return require(DATA)
+
+
+@pytest.fixture(scope="session")
+def ewt_dir(data_dir) -> Path:
+    return require(data_dir / "ud_en_ewt")
+
+
+@pytest.fixture
+def allennlp_bilm(allennlp_dir):
+    from spacy_elmo.io import load_bilm
+
+    return load_bilm(allennlp_dir)
+
+
+@pytest.fixture(scope="session")
+def ewt_sentences(ewt_dir):
+    """The first 300 training sentences of EWT as token lists."""
+    import gzip
+
+    sentences, words = [], []
+    with gzip.open(ewt_dir / "en_ewt-ud-train.conllu.gz", "rt", encoding="utf-8") as f:
+        for line in f:
+            line = line.rstrip("\n")
+            if not line:
+                if words:
+                    sentences.append(words)
+                    words = []
+                    if len(sentences) >= 300:
+                        break
+                continue
+            if line.startswith("#"):
+                continue
+            cols = line.split("\t")
+            if cols[0].isdigit():
+                words.append(cols[1])
+    return sentences
