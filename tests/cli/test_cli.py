@@ -1,0 +1,59 @@
+"""The command line, through typer's runner and as real subprocesses."""
+import json
+import subprocess
+import sys
+
+import h5py
+import pytest
+from typer.testing import CliRunner
+
+from spacy_elmo.cli import app
+
+runner = CliRunner()
+
+
+def flat(result) -> str:
+    """The output with wasabi's line wrapping undone."""
+    return " ".join(result.output.split())
+
+
+def test_help_lists_commands():
+    result = runner.invoke(app, ["--help"])
+    assert result.exit_code == 0
+    for command in ("pretrain", "perplexity", "embed", "convert", "info"):
+        assert command in result.output
+
+
+def test_python_m_and_spacy_cli_entry_points():
+    out = subprocess.run([sys.executable, "-m", "spacy_elmo", "embed", "--help"], capture_output=True, text=True)
+    assert out.returncode == 0 and "sentence_to_index" not in out.stderr and "input_path" in out.stdout
+    out = subprocess.run([sys.executable, "-m", "spacy", "elmo", "--help"], capture_output=True, text=True)
+    assert out.returncode == 0 and "pretrain" in out.stdout
+
+
+def test_embed_convert_info(allennlp_dir, tmp_path):
+    text = tmp_path / "in.txt"
+    text.write_text("hello world\n\nsecond line .\n")
+    out = tmp_path / "out.hdf5"
+    result = runner.invoke(app, ["embed", str(text), str(out), "--weights", str(allennlp_dir), "--quiet"])
+    assert result.exit_code == 0, result.output
+    with h5py.File(out, "r") as f:
+        assert f["1"].shape == (3, 0, 32) and f["2"].shape == (3, 3, 32)
+    result = runner.invoke(app, ["convert", str(allennlp_dir), str(tmp_path / "native")])
+    assert result.exit_code == 0, result.output
+    result = runner.invoke(app, ["convert", str(tmp_path / "native"), str(tmp_path / "pub"), "--to", "published"])
+    assert result.exit_code == 0 and (tmp_path / "pub" / "weights.hdf5").exists()
+    result = runner.invoke(app, ["info", str(tmp_path / "pub"), "--json"])
+    assert result.exit_code == 0 and json.loads(result.output)["width"] == 32
+
+
+def test_clear_errors_without_tracebacks(allennlp_dir, tmp_path):
+    text = tmp_path / "in.txt"
+    text.write_text("x\n")
+    result = runner.invoke(app, ["embed", str(text), str(tmp_path / "o.h5"), "--weights", str(tmp_path)])
+    assert result.exit_code == 1 and "no options file" in flat(result)
+    result = runner.invoke(app, ["perplexity", str(allennlp_dir), str(text)])
+    assert result.exit_code == 1 and "no softmax" in flat(result)
+    result = runner.invoke(app, ["embed", str(text), str(tmp_path / "o.h5"), "--weights", str(allennlp_dir), "--layers", "bogus"])
+    assert result.exit_code == 1 and "unknown layer mode" in flat(result)
+    assert not isinstance(result.exception, Exception) or isinstance(result.exception, SystemExit)

@@ -1,0 +1,77 @@
+import json
+
+import numpy
+import pytest
+import torch
+
+from spacy_elmo.bilm import BiLM, BiLMConfig, Vocabulary
+from spacy_elmo.bilm.heads import SoftmaxHead
+from spacy_elmo.io import WeightsError, load_bilm, load_model, save_native
+
+
+def _tiny():
+    config = BiLMConfig(lstm_dim=8, projection_dim=4, n_layers=2, filters=((1, 4), (2, 4)), n_highway=1, char_embedding_dim=4)
+    model = BiLM(config)
+    model.reset_parameters(0)
+    return model
+
+
+def test_round_trip_with_vocab_and_softmax(tmp_path):
+    model = _tiny()
+    vocab = Vocabulary(["<S>", "</S>", "<UNK>", "hello"])
+    head = SoftmaxHead(4, 4, "sampled", n_samples=2)
+    head.reset_parameters(torch.Generator().manual_seed(0))
+    save_native(tmp_path, model, vocab, head, {"note": "x"})
+    loaded = load_model(tmp_path)
+    assert loaded.vocab == vocab and loaded.metadata == {"note": "x"}
+    for name, value in head.state_dict().items():
+        torch.testing.assert_close(loaded.head.state_dict()[name], value)
+    numpy.testing.assert_array_equal(loaded.bilm.embed([["hello", "x"]])[0], model.embed([["hello", "x"]])[0])
+    assert loaded.language_model().head.kind == "sampled"
+
+
+def test_without_softmax(tmp_path):
+    model = _tiny()
+    save_native(tmp_path, model)
+    assert load_model(tmp_path).head is None
+    numpy.testing.assert_array_equal(load_bilm(tmp_path).embed([["a"]])[0], model.embed([["a"]])[0])
+
+
+def test_future_format_version_is_refused(tmp_path):
+    save_native(tmp_path, _tiny())
+    meta = json.loads((tmp_path / "elmo.json").read_text())
+    meta["format_version"] = 99
+    (tmp_path / "elmo.json").write_text(json.dumps(meta))
+    with pytest.raises(WeightsError, match="format_version 99 is not supported"):
+        load_bilm(tmp_path)
+
+
+@pytest.mark.parametrize("breakage,message", [
+    ("corrupt", "not a readable safetensors"),
+    ("missing", "bilm.safetensors: missing"),
+    ("shape", "tensors do not match|has shape"),
+    ("meta", "not valid JSON"),
+    ("not_ours", "not a spacy-elmo model"),
+])
+def test_broken_native_files(tmp_path, breakage, message):
+    save_native(tmp_path, _tiny())
+    weights = tmp_path / "bilm.safetensors"
+    if breakage == "corrupt":
+        weights.write_bytes(weights.read_bytes()[:100])
+    elif breakage == "missing":
+        weights.unlink()
+    elif breakage == "shape":
+        meta = json.loads((tmp_path / "elmo.json").read_text())
+        meta["bilm"]["lstm_dim"] = 16
+        (tmp_path / "elmo.json").write_text(json.dumps(meta))
+    elif breakage == "meta":
+        (tmp_path / "elmo.json").write_text("{")
+    elif breakage == "not_ours":
+        (tmp_path / "elmo.json").write_text('{"format": "other"}')
+    with pytest.raises(WeightsError, match=message):
+        load_bilm(tmp_path)
+
+
+def test_atomic_write_leaves_no_temporary_files(tmp_path):
+    save_native(tmp_path, _tiny())
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["bilm.safetensors", "elmo.json"]
