@@ -388,6 +388,7 @@ class Trainer:
                     )
                 if window["count"] or last_eval is None:
                     evaluate_and_log()
+                replicas = self._check_replicas()
                 final_metrics = self.evaluate() if self.dist.is_main else None
                 if self.dist.is_main:
                     self.save_model(self.paths.model_last, progress_state, final_metrics)
@@ -404,7 +405,26 @@ class Trainer:
             "elapsed_s": time.perf_counter() - started,
             "dev": final_metrics,
             "output": str(self.paths.root),
+            "replica_checksums": replicas,
         }
+
+    def _check_replicas(self) -> Optional[list]:
+        """Under DDP, every replica must hold the same weights: compare checksums."""
+        if not self.dist.enabled:
+            return None
+        import hashlib
+
+        digest = hashlib.sha1()
+        for tensor in self.lm.state_dict().values():
+            digest.update(tensor.detach().cpu().contiguous().numpy().tobytes())
+        checksums = [None] * self.dist.world_size
+        torch.distributed.all_gather_object(checksums, digest.hexdigest())
+        if self.dist.is_main:
+            with self.paths.log.open("a", encoding="utf-8") as log:
+                log.write(json.dumps({"replica_checksums": checksums}) + "\n")
+        if len(set(checksums)) != 1:
+            raise RuntimeError(f"data-parallel replicas diverged: weight checksums {checksums}")
+        return checksums
 
     def save_model(self, path: Path, progress_state: Dict[str, Any], metrics: Optional[Dict[str, float]]) -> None:
         metadata = {

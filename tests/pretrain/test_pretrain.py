@@ -1,0 +1,163 @@
+"""Pretraining: the reference's own check, resume exactness, interruption, settings."""
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+
+import pytest
+import torch
+
+from spacy_elmo.io import load_model
+from spacy_elmo.pretrain import Interrupted, SettingsError, load_config, pretrain
+
+
+def _config(path, **overrides):
+    return load_config(path, {k.replace("__", "."): v for k, v in overrides.items()})
+
+
+def test_reference_check_tiny_biLM_reaches_low_perplexity(tiny_config_path, bilm_tf_dir, tmp_path):
+    """bilm-tf's own test: on its tiny corpus and vocabulary, test perplexity < 20."""
+    data = bilm_tf_dir / "train" / "data.txt"
+    config = _config(
+        tiny_config_path,
+        paths__train=str(data),
+        paths__dev=str(data),
+        paths__vocab=str(bilm_tf_dir / "train" / "vocab.txt"),
+        training__max_epochs=50,
+    )
+    result = pretrain(config, tmp_path / "run", progress=False)
+    assert result["dev"]["mean"] < 20
+    lm = load_model(tmp_path / "run" / "model-best").language_model()
+    sentences = [line.split() for line in data.read_text().splitlines() if line.strip()]
+    assert lm.perplexity(sentences)["mean"] < 20
+    log = [json.loads(line) for line in (tmp_path / "run" / "log.jsonl").read_text().splitlines()]
+    assert log and all("dev_mean" in row for row in log)
+    assert (tmp_path / "run" / "perplexity.png").stat().st_size > 1000
+
+
+def _weights(run_dir):
+    state = torch.load(run_dir / "checkpoint.pt", weights_only=False)
+    return state["model"], state["progress"]["step"]
+
+
+@pytest.mark.parametrize("mode", ["sentences", "stream"])
+def test_resumed_run_reaches_the_same_weights(tiny_config_path, small_corpus, tmp_path, mode):
+    common = dict(paths__train=str(small_corpus), training__mode=mode, training__max_epochs=3 if mode == "sentences" else 1,
+                  training__checkpoint_every=2, training__eval_every=100, training__batch_size=16,
+                  training__unroll_steps=8, model__dropout=0.1, softmax__kind="sampled", softmax__n_samples=64)
+    full = pretrain(_config(tiny_config_path, **common), tmp_path / "full", progress=False)
+    total = full["step"]
+    assert total >= 6
+    first = pretrain(_config(tiny_config_path, training__max_steps=total // 2, **common), tmp_path / "resumed", progress=False)
+    assert first["step"] == total // 2
+    pretrain(_config(tiny_config_path, **common), tmp_path / "resumed", resume=True, progress=False)
+    a, step_a = _weights(tmp_path / "full")
+    b, step_b = _weights(tmp_path / "resumed")
+    assert step_a == step_b == total
+    for name in a:
+        torch.testing.assert_close(a[name], b[name], rtol=0, atol=0)
+
+
+def test_sigterm_leaves_a_usable_checkpoint_and_resume_matches(tiny_config_path, small_corpus, tmp_path):
+    args = [
+        sys.executable, "-m", "spacy_elmo", "pretrain", str(tiny_config_path), "OUT", "--quiet",
+        "--paths.train", str(small_corpus), "--training.max_epochs", "12", "--training.checkpoint_every", "3",
+        "--training.eval_every", "1000", "--softmax.kind", "sampled", "--softmax.n_samples", "64",
+    ]
+    env = {**os.environ, "OMP_NUM_THREADS": "1"}
+    reference = subprocess.run([a.replace("OUT", str(tmp_path / "ref")) for a in args], env=env, capture_output=True, text=True)
+    assert reference.returncode == 0, reference.stderr
+    run = tmp_path / "run"
+    proc = subprocess.Popen([a.replace("OUT", str(run)) for a in args], env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    deadline = time.time() + 120
+    while not (run / "checkpoint.pt").exists() and time.time() < deadline:
+        time.sleep(0.05)
+    proc.send_signal(signal.SIGTERM)
+    _, stderr = proc.communicate(timeout=120)
+    assert proc.returncode == 130, stderr
+    assert "resume" in stderr + _
+    interrupted_at = torch.load(run / "checkpoint.pt", weights_only=False)["progress"]["step"]
+    assert (run / "model-last" / "bilm.safetensors").exists()
+    resumed = subprocess.run([a.replace("OUT", str(run)) for a in args] + ["--resume"], env=env, capture_output=True, text=True)
+    assert resumed.returncode == 0, resumed.stderr
+    a, step_a = _weights(tmp_path / "ref")
+    b, step_b = _weights(run)
+    assert step_a == step_b and interrupted_at < step_a
+    for name in a:
+        torch.testing.assert_close(a[name], b[name], rtol=0, atol=0)
+
+
+def test_refuses_to_overwrite_a_run_and_needs_train(tiny_config_path, small_corpus, tmp_path):
+    with pytest.raises(SettingsError, match="paths"):
+        pretrain(load_config(tiny_config_path), tmp_path / "r", progress=False)
+    config = _config(tiny_config_path, paths__train=str(small_corpus), training__max_steps=2)
+    pretrain(config, tmp_path / "r", progress=False)
+    with pytest.raises(SettingsError, match="--resume"):
+        pretrain(config, tmp_path / "r", progress=False)
+
+
+@pytest.mark.parametrize("overrides,message", [
+    ({"training.optimiser": "adam"}, "unknown override"),
+    ({"training.mode": "bogus"}, "choose one of"),
+    ({"softmax.kind": "hier"}, "choose one of"),
+    ({"vocab.max_size": 2}, "max_size"),
+])
+def test_bad_settings(tiny_config_path, overrides, message):
+    with pytest.raises(SettingsError, match=message):
+        load_config(tiny_config_path, overrides)
+
+
+def test_unknown_setting_in_file(tmp_path):
+    path = tmp_path / "c.cfg"
+    path.write_text("[training]\nlearning_rat = 0.1\n")
+    with pytest.raises(SettingsError, match="unknown setting"):
+        load_config(path)
+
+
+def test_docbin_and_gzip_corpora(tiny_config_path, small_corpus, tmp_path):
+    import gzip
+
+    import spacy
+    from spacy.tokens import DocBin
+
+    nlp = spacy.blank("en")
+    docs = [nlp(line) for line in small_corpus.read_text().splitlines()[:30] if line.strip()]
+    DocBin(docs=docs).to_disk(tmp_path / "c.spacy")
+    with gzip.open(tmp_path / "c.txt.gz", "wt") as f:
+        f.write(small_corpus.read_text())
+    for train in ("c.spacy", "c.txt.gz"):
+        config = _config(tiny_config_path, paths__train=str(tmp_path / train), training__max_steps=2)
+        result = pretrain(config, tmp_path / f"run-{train}", progress=False)
+        assert result["step"] == 2
+
+
+def test_perplexity_command(tiny_config_path, small_corpus, tmp_path):
+    config = _config(tiny_config_path, paths__train=str(small_corpus), training__max_steps=3)
+    pretrain(config, tmp_path / "r", progress=False)
+    out = subprocess.run(
+        [sys.executable, "-m", "spacy_elmo", "perplexity", str(tmp_path / "r" / "model-last"), str(small_corpus), "--json"],
+        capture_output=True, text=True,
+    )
+    assert out.returncode == 0, out.stderr
+    result = json.loads(out.stdout)
+    assert set(result) == {"forward", "backward", "mean", "tokens"} and result["tokens"] > 1000
+
+
+def test_two_gloo_processes_hold_identical_weights(tiny_config_path, small_corpus, tmp_path):
+    out = subprocess.run(
+        [sys.executable, "-m", "torch.distributed.run", "--nproc_per_node", "2", "--master_port", "29517",
+         "-m", "spacy_elmo", "pretrain", str(tiny_config_path), str(tmp_path / "ddp"), "--quiet",
+         "--paths.train", str(small_corpus), "--training.max_steps", "4", "--training.threads", "1"],
+        capture_output=True, text=True, env={**os.environ, "OMP_NUM_THREADS": "1"}, timeout=600,
+    )
+    assert out.returncode == 0, out.stderr[-3000:]
+    rows = [json.loads(line) for line in (tmp_path / "ddp" / "log.jsonl").read_text().splitlines()]
+    checksums = [r["replica_checksums"] for r in rows if "replica_checksums" in r]
+    assert len(checksums) == 1 and len(checksums[0]) == 2 and checksums[0][0] == checksums[0][1]
+    assert rows[0]["step"] == 4
+
+
+def test_interrupted_exception_type():
+    assert issubclass(Interrupted, Exception)
