@@ -3,7 +3,7 @@ from pathlib import Path
 
 from .io.errors import WeightsError
 
-DEFAULT_MODEL_DIR = Path(__file__).parent / "models" / "en_elmo_small"
+DEFAULT_MODEL_DIR = Path(__file__).parent / "models" / "en_elmo_2x512_128"
 
 
 def default_model_path() -> Path:

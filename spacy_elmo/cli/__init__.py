@@ -1,10 +1,11 @@
 """Command line: `python -m spacy_elmo COMMAND`, `spacy-elmo COMMAND` or `spacy elmo COMMAND`.
 
-Commands: pretrain, perplexity, embed, convert, info.
+Commands: pretrain, perplexity, embed, convert, info, corpus, evaluate.
 """
 import typer
 
 from .convert import convert_cli
+from .corpus import corpus_cli
 from .embed import embed_cli
 from .info import info_cli
 from .perplexity import perplexity_cli
@@ -20,6 +21,7 @@ app.command("perplexity")(perplexity_cli)
 app.command("embed")(embed_cli)
 app.command("convert")(convert_cli)
 app.command("info")(info_cli)
+app.command("corpus")(corpus_cli)
 
 
 def main() -> None:

@@ -8,6 +8,7 @@ sentence boundaries), stores every layer on the doc (`doc._.elmo`), and feeds
 downstream components through `spacy-elmo.ElmoListener.v1` listeners, each
 with its own learned mix of the layers.
 """
+import os
 from itertools import islice
 from typing import Callable, Dict, Iterable, List, Optional, Sequence
 
@@ -35,6 +36,23 @@ doc_cache_tokens = 2000000
 mixed_precision = false
 """
 DEFAULT_MODEL = Config().from_str(DEFAULT_MODEL_CONFIG)["model"]
+
+
+_PARENT_PID = os.getpid()
+
+
+def _single_thread_in_worker() -> None:
+    """In a process forked by nlp.pipe(n_process=N), use one torch thread.
+
+    The workers share the machine's cores, and OpenMP's thread pool does not
+    survive fork: without this, the first parallel region in a worker can hang.
+    """
+    global _PARENT_PID
+    if os.getpid() != _PARENT_PID:
+        import torch
+
+        torch.set_num_threads(1)
+        _PARENT_PID = os.getpid()
 
 
 class ElmoNotReady(ValueError):
@@ -187,6 +205,7 @@ class Elmo(TrainablePipe):
     def predict(self, docs: Iterable[Doc]) -> List[numpy.ndarray]:
         """Every layer of every doc: (L+1, len(doc), width) float32 arrays."""
         self._check_ready()
+        _single_thread_in_worker()
         docs = list(docs)
         outputs = self.model.predict(docs)
         return [self.model.ops.to_numpy(o).astype(numpy.float32, copy=False) for o in outputs]

@@ -11,6 +11,7 @@ The layers are kept in `doc.user_data`, so `Doc.to_bytes` and `DocBin(
 store_user_data=True)` keep them; a component with `store_layers = false`
 keeps them outside user_data instead, and serialization drops them.
 """
+import weakref
 from typing import Optional, Tuple
 
 import numpy
@@ -18,20 +19,21 @@ from spacy.tokens import Doc, Span, Token
 
 LAYERS_KEY = ("._.", "elmo", None, None)
 MIX_KEY = ("._.", "elmo_mix", None, None)
-_TRANSIENT_HOOK = "spacy_elmo.layers"
+# layers of components with store_layers = false: alive as long as their doc
+_TRANSIENT: "weakref.WeakKeyDictionary[Doc, numpy.ndarray]" = weakref.WeakKeyDictionary()
 
 
 def get_doc_layers(doc: Doc) -> Optional[numpy.ndarray]:
     layers = doc.user_data.get(LAYERS_KEY)
     if layers is None:
-        layers = doc.user_hooks.get(_TRANSIENT_HOOK)
+        layers = _TRANSIENT.get(doc)
     return layers
 
 
 def set_doc_layers(doc: Doc, layers: Optional[numpy.ndarray], store: bool = True) -> None:
     """Attach layers; with store=False they are not serialized with the doc."""
     doc.user_data.pop(LAYERS_KEY, None)
-    doc.user_hooks.pop(_TRANSIENT_HOOK, None)
+    _TRANSIENT.pop(doc, None)
     if layers is None:
         return
     if layers.ndim != 3 or layers.shape[1] != len(doc):
@@ -39,7 +41,7 @@ def set_doc_layers(doc: Doc, layers: Optional[numpy.ndarray], store: bool = True
     if store:
         doc.user_data[LAYERS_KEY] = layers
     else:
-        doc.user_hooks[_TRANSIENT_HOOK] = layers
+        _TRANSIENT[doc] = layers
 
 
 def set_doc_mix(doc: Doc, weights: numpy.ndarray, gamma: float) -> None:

@@ -1,0 +1,81 @@
+"""Every serialization form round-trips to identical outputs, without the original files."""
+import shutil
+
+import numpy
+import pytest
+import spacy
+from spacy.tokens import Doc, DocBin
+
+TEXTS = ["The bank of the river .", "Money in the bank !", ""]
+
+
+@pytest.fixture
+def nlp_tmp_weights(allennlp_dir, tmp_path):
+    """A pipeline whose weights directory is deleted after loading."""
+    weights = tmp_path / "weights"
+    shutil.copytree(allennlp_dir, weights)
+    nlp = spacy.blank("en")
+    nlp.add_pipe("elmo", config={"weights": str(weights), "mix": [1.0, 0.0, -1.0]})
+    nlp("warm up")  # loads the weights
+    shutil.rmtree(weights)
+    return nlp
+
+
+def _same(nlp_a, nlp_b):
+    for text in TEXTS:
+        numpy.testing.assert_array_equal(nlp_a(text)._.elmo, nlp_b(text)._.elmo)
+        numpy.testing.assert_array_equal(nlp_a(text)._.elmo_vector, nlp_b(text)._.elmo_vector)
+
+
+def test_to_disk_and_spacy_load(nlp_tmp_weights, tmp_path):
+    nlp_tmp_weights.to_disk(tmp_path / "pipeline")
+    loaded = spacy.load(tmp_path / "pipeline")
+    _same(nlp_tmp_weights, loaded)
+    assert loaded.get_pipe("elmo").cfg["mix"] == [1.0, 0.0, -1.0]
+
+
+def test_to_bytes_and_from_bytes(nlp_tmp_weights):
+    data = nlp_tmp_weights.to_bytes()
+    other = spacy.blank("en")
+    config = {k: v for k, v in nlp_tmp_weights.get_pipe_config("elmo").items() if k != "factory"}
+    other.add_pipe("elmo", config=config)
+    other.from_bytes(data)
+    _same(nlp_tmp_weights, other)
+
+
+def test_component_bytes_round_trip(nlp_tmp_weights):
+    elmo = nlp_tmp_weights.get_pipe("elmo")
+    data = elmo.to_bytes()
+    other = spacy.blank("en").add_pipe("elmo", config={"weights": "/nonexistent/never/read"})
+    other.from_bytes(data)
+    doc = Doc(nlp_tmp_weights.vocab, words=["a", "b"])
+    numpy.testing.assert_array_equal(elmo(doc.copy())._.elmo, other(doc.copy())._.elmo)
+
+
+def test_docbin_and_doc_bytes_keep_the_layers(nlp_elmo):
+    docs = list(nlp_elmo.pipe(TEXTS))
+    restored = list(DocBin(docs=docs, store_user_data=True).from_bytes(
+        DocBin(docs=docs, store_user_data=True).to_bytes()).get_docs(nlp_elmo.vocab))
+    for a, b in zip(docs, restored):
+        numpy.testing.assert_array_equal(a._.elmo, b._.elmo)
+        numpy.testing.assert_array_equal(a._.elmo_vector, b._.elmo_vector)
+    b = Doc(nlp_elmo.vocab).from_bytes(docs[0].to_bytes())
+    numpy.testing.assert_array_equal(docs[0]._.elmo, b._.elmo)
+
+
+def test_store_layers_false_drops_them_from_serialization(allennlp_dir):
+    nlp = spacy.blank("en")
+    nlp.add_pipe("elmo", config={"weights": str(allennlp_dir), "store_layers": False})
+    doc = nlp("kept in memory only")
+    assert doc._.elmo.shape == (3, 4, 32)
+    restored = Doc(nlp.vocab).from_bytes(doc.to_bytes())
+    assert restored._.elmo is None and restored._.elmo_vector is None
+
+
+def test_n_process_2_equals_one_process(nlp_elmo):
+    texts = [f"Sentence number {i} is here ." for i in range(12)] + ["", "x"]
+    one = [d._.elmo for d in nlp_elmo.pipe(texts)]
+    two = [d._.elmo for d in nlp_elmo.pipe(texts, n_process=2, batch_size=4)]
+    assert len(one) == len(two)
+    for a, b in zip(one, two):
+        numpy.testing.assert_allclose(a, b, atol=1e-6)
