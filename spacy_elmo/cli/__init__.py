@@ -7,6 +7,7 @@ import typer
 from .convert import convert_cli
 from .corpus import corpus_cli
 from .embed import embed_cli
+from .evaluate import evaluate_cli
 from .info import info_cli
 from .perplexity import perplexity_cli
 from .pretrain import pretrain_cli
@@ -22,6 +23,7 @@ app.command("embed")(embed_cli)
 app.command("convert")(convert_cli)
 app.command("info")(info_cli)
 app.command("corpus")(corpus_cli)
+app.command("evaluate")(evaluate_cli)
 
 
 def main() -> None:

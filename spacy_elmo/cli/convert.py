@@ -28,5 +28,6 @@ def convert_cli(
         msg.good(f"Wrote {options} and {weights}")
         return
     head = None if no_softmax else loaded.head
-    save_native(output_dir, loaded.bilm, loaded.vocab if head is not None or loaded.vocab else None, head, loaded.metadata)
+    # the softmax vocabulary only travels with the softmax (word-input models keep theirs)
+    save_native(output_dir, loaded.bilm, loaded.vocab if head is not None else None, head, loaded.metadata)
     msg.good(f"Wrote native model to {output_dir}")

@@ -1,0 +1,253 @@
+"""Inference speed and memory of the biLM, against a reference-style implementation.
+
+    python benchmarks/bench_embed.py                      # every section
+    python benchmarks/bench_embed.py --sections small,memory
+
+Sections:
+  small     published "small" shapes on the first 6,000 EWT train sentences:
+            the reference-style forward pass, ours without token cache, and
+            the end-to-end `embed` path (token cache on, HDF5 written)
+  original  published "original" shapes (LSTM 4096/512, 2 highways)
+  memory    peak RSS embedding all of EWT train with `embed`, sampled along the way
+  profile   where the time goes, per stage (small shapes)
+  gpu       float32 and bfloat16 on CUDA, original shapes (skipped without CUDA)
+
+Random weights of the published shapes; no weight files needed. Each section
+measures the machine's fp32 matmul rate in the same run and reports the
+useful work (FLOPs per token counted as the reference does it, see
+common.forward_flops_per_token) as a fraction of it. Run it on an idle
+machine: nothing else may share the cores.
+"""
+import argparse
+import json
+import os
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+import numpy
+import torch
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from common import (  # noqa: E402
+    EWT_TRAIN,
+    ewt_sentences,
+    forward_flops_per_token,
+    machine,
+    matmul_rate,
+    peak_rss_mb,
+    random_model,
+    table,
+)
+from reference_impl import ReferenceStyleELMo  # noqa: E402
+
+
+def _timed(fn):
+    start = time.perf_counter()
+    out = fn()
+    return out, time.perf_counter() - start
+
+
+def section_small(args) -> str:
+    model = random_model("small")
+    sentences = ewt_sentences(args.sentences)
+    n_tokens = sum(map(len, sentences))
+    flops = forward_flops_per_token(model.config)["total"]
+    rate = matmul_rate()
+    rows = []
+
+    reference = ReferenceStyleELMo(model)
+    ref_sents = sentences[: args.reference_sentences]
+    ref_tokens = sum(map(len, ref_sents))
+    ref_batches = [ref_sents[i : i + 64] for i in range(0, len(ref_sents), 64)]
+    ref_out, ref_time = _timed(lambda: [x for b in ref_batches for x in reference.embed(b)])
+    ref_rate = ref_tokens / ref_time
+    ours_check = model.embed(ref_sents[:64])
+    diff = max(float(numpy.abs(a - b).max()) for a, b in zip(ours_check, ref_out[:64]))
+    rows.append(["reference-style (batches of 64)", ref_tokens, f"{ref_rate:,.0f}", f"{ref_rate * flops / 1e9:.1f}",
+                 f"{ref_rate * flops / rate:.1%}", "1.0x"])
+
+    model.disable_cache()
+    model.embed(sentences[:200])  # warm-up
+    _, t = _timed(lambda: model.embed(sentences))
+    ours = n_tokens / t
+    rows.append(["ours, no token cache", n_tokens, f"{ours:,.0f}", f"{ours * flops / 1e9:.1f}",
+                 f"{ours * flops / rate:.1%}", f"{ours / ref_rate:.1f}x"])
+
+    from spacy_elmo.io.dump import embed_file
+
+    with tempfile.TemporaryDirectory() as tmp:
+        text = Path(tmp) / "in.txt"
+        text.write_text("\n".join(" ".join(s) for s in sentences) + "\n", encoding="utf-8")
+        model.enable_cache(50_000)
+        _, t = _timed(lambda: embed_file(model, text, Path(tmp) / "out.hdf5"))
+        e2e = n_tokens / t
+        model.disable_cache()
+    rows.append(["ours, `embed` end to end (cache on, HDF5 written)", n_tokens, f"{e2e:,.0f}",
+                 f"{e2e * flops / 1e9:.1f}", f"{e2e * flops / rate:.1%}", f"{e2e / ref_rate:.1f}x"])
+    target = 10_000 * rate / 180e9
+    header = ["variant", "tokens", "tokens/s", "useful GFLOP/s", "of matmul rate", "vs reference"]
+    return (
+        f"### Published small shapes, {len(sentences):,} EWT train sentences ({n_tokens:,} tokens)\n\n"
+        f"Matmul rate measured in this run: {rate / 1e9:.1f} GFLOP/s fp32. Useful work: {flops / 1e6:.1f} MFLOP/token. "
+        f"Max |difference| ours vs reference-style on 64 sentences: {diff:.1e}.\n\n"
+        + table(rows, header)
+        + f"\n\nGoal for `embed` scaled to this machine's rate: {target:,.0f} tokens/s (10,000 at 180 GFLOP/s); "
+        f"end to end / no cache = {e2e / ours:.2f}.\n"
+    )
+
+
+def section_original(args) -> str:
+    model = random_model("original")
+    sentences = ewt_sentences(args.original_sentences)
+    n_tokens = sum(map(len, sentences))
+    flops = forward_flops_per_token(model.config)["total"]
+    rate = matmul_rate()
+    model.embed(sentences[:20])
+    _, t = _timed(lambda: model.embed(sentences))
+    ours = n_tokens / t
+    reference = ReferenceStyleELMo(model)
+    ref_sents = sentences[: max(64, args.original_sentences // 5)]
+    ref_tokens = sum(map(len, ref_sents))
+    _, rt = _timed(lambda: [reference.embed(ref_sents[i : i + 64]) for i in range(0, len(ref_sents), 64)])
+    ref = ref_tokens / rt
+    rows = [
+        ["reference-style (batches of 64)", ref_tokens, f"{ref:,.0f}", f"{ref * flops / 1e9:.1f}", f"{ref * flops / rate:.1%}", "1.0x"],
+        ["ours, no token cache", n_tokens, f"{ours:,.0f}", f"{ours * flops / 1e9:.1f}", f"{ours * flops / rate:.1%}", f"{ours / ref:.1f}x"],
+    ]
+    return (
+        f"### Published original shapes (LSTM 4096, projection 512, 2 highways)\n\n"
+        f"Matmul rate in this run: {rate / 1e9:.1f} GFLOP/s; useful work {flops / 1e6:.1f} MFLOP/token.\n\n"
+        + table(rows, ["variant", "tokens", "tokens/s", "useful GFLOP/s", "of matmul rate", "vs reference"])
+        + "\n"
+    )
+
+
+MEMORY_CHILD = r"""
+import json, sys, resource, time
+sys.path.insert(0, {bench!r})
+import numpy
+from common import random_model
+from spacy_elmo.io.dump import embed_file
+model = random_model("small")
+model.enable_cache(50_000)
+samples = []
+seen = [0]
+def progress(tokens, sentences):
+    seen[0] += tokens
+    samples.append((seen[0], resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024.0))
+start = time.perf_counter()
+embed_file(model, {text!r}, {out!r}, on_progress=progress)
+print(json.dumps({{"samples": samples, "seconds": time.perf_counter() - start}}))
+"""
+
+
+def section_memory(args) -> str:
+    sentences = ewt_sentences(0)
+    n_tokens = sum(map(len, sentences))
+    with tempfile.TemporaryDirectory() as tmp:
+        text = Path(tmp) / "in.txt"
+        text.write_text("\n".join(" ".join(s) for s in sentences) + "\n", encoding="utf-8")
+        code = MEMORY_CHILD.format(bench=str(Path(__file__).resolve().parent), text=str(text), out=str(Path(tmp) / "o.hdf5"))
+        out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+        result = json.loads(out.stdout.strip().splitlines()[-1])
+        size = (Path(tmp) / "o.hdf5").stat().st_size
+    samples = result["samples"]
+    marks = []
+    for fraction in (0.1, 0.25, 0.5, 0.75, 1.0):
+        target = fraction * n_tokens
+        tokens, rss = next(((t, r) for t, r in samples if t >= target), samples[-1])
+        marks.append([f"{fraction:.0%}", f"{tokens:,}", f"{rss:,.0f}"])
+    return (
+        f"### Memory: `embed` over all of EWT train ({len(sentences):,} sentences, {n_tokens:,} tokens, small shapes)\n\n"
+        f"Peak RSS of the embedding process as the input is consumed (output file {size / 2**20:,.0f} MiB, "
+        f"{result['seconds']:.0f} s):\n\n" + table(marks, ["progress", "tokens done", "peak RSS (MiB)"]) + "\n"
+    )
+
+
+def section_profile(args) -> str:
+    from torch.profiler import ProfilerActivity, profile, record_function
+
+    model = random_model("small")
+    sentences = ewt_sentences(2000)
+    model.embed(sentences[:100])
+    enc, lstm = model.token_encoder, model.lstm
+    totals = {}
+
+    def wrap(obj, name, label):
+        fn = getattr(obj, name)
+
+        def timed(*a, **k):
+            start = time.perf_counter()
+            with record_function(label):
+                out = fn(*a, **k)
+            totals[label] = totals.get(label, 0.0) + time.perf_counter() - start
+            return out
+
+        setattr(obj, name, timed)
+
+    wrap(enc, "pool", "char CNN (conv + max-pool)")
+    wrap(lstm, "run_layer", "LSTM layers (both directions)")
+    wrap(model, "encode_tokens", "token encoder total (CNN + highway + proj)")
+    start = time.perf_counter()
+    with profile(activities=[ProfilerActivity.CPU]) as prof:
+        model.embed(sentences)
+    total = time.perf_counter() - start
+    totals["highway + projection"] = totals["token encoder total (CNN + highway + proj)"] - totals["char CNN (conv + max-pool)"]
+    del totals["token encoder total (CNN + highway + proj)"]
+    totals["rest (ids, batching, gather, output)"] = total - sum(totals.values())
+    rows = [[k, f"{v:.2f}", f"{v / total:.0%}"] for k, v in totals.items()]
+    ops = prof.key_averages().table(sort_by="self_cpu_time_total", row_limit=12)
+    return (
+        f"### Profile: small shapes, 2,000 EWT sentences (profiler on, so slower than above)\n\n"
+        + table(rows, ["stage", "seconds", "share"])
+        + "\n\nTop operators:\n\n```\n" + ops + "\n```\n"
+    )
+
+
+def section_gpu(args) -> str:
+    if not torch.cuda.is_available():
+        return "### GPU\n\nSkipped: CUDA is not available on this machine.\n"
+    device = "cuda"
+    model = random_model("original").to(device)
+    sentences = ewt_sentences(args.sentences)
+    n_tokens = sum(map(len, sentences))
+    flops = forward_flops_per_token(model.config)["total"]
+    rows = []
+    for precision, dtype in (("float32", torch.float32), ("bfloat16", torch.bfloat16)):
+        rate = matmul_rate(8192, dtype=dtype, device=device)
+        model.embed(sentences[:500], batch_tokens=args.gpu_batch_tokens, precision=precision)
+        torch.cuda.synchronize()
+        _, t = _timed(lambda: model.embed(sentences, batch_tokens=args.gpu_batch_tokens, precision=precision))
+        speed = n_tokens / t
+        rows.append([precision, f"{rate / 1e12:.1f}", f"{speed:,.0f}", f"{speed * flops / 1e12:.2f}", f"{speed * flops / rate:.1%}"])
+    name = torch.cuda.get_device_name()
+    return (f"### GPU: {name}, original shapes, {len(sentences):,} sentences ({n_tokens:,} tokens)\n\n"
+            + table(rows, ["precision", "matmul TFLOP/s", "tokens/s", "useful TFLOP/s", "of matmul rate"]) + "\n")
+
+
+SECTIONS = {"small": section_small, "original": section_original, "memory": section_memory,
+            "profile": section_profile, "gpu": section_gpu}
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--sections", default="small,original,memory,profile,gpu")
+    parser.add_argument("--sentences", type=int, default=6000)
+    parser.add_argument("--reference-sentences", type=int, default=640)
+    parser.add_argument("--original-sentences", type=int, default=500)
+    parser.add_argument("--gpu-batch-tokens", type=int, default=32768)
+    parser.add_argument("--threads", type=int, default=int(os.environ.get("BENCH_THREADS", "0")))
+    args = parser.parse_args()
+    if args.threads:
+        torch.set_num_threads(args.threads)
+    print(f"Machine: {machine()}\nCommand: python {' '.join(sys.argv)}\nData: {EWT_TRAIN}\n")
+    for name in args.sections.split(","):
+        print(SECTIONS[name](args), flush=True)
+    print(f"Peak RSS of this benchmark process: {peak_rss_mb():,.0f} MiB")
+
+
+if __name__ == "__main__":
+    main()

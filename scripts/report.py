@@ -1,0 +1,142 @@
+"""Compare the baseline and ELMo pipelines: a markdown table and two plots.
+
+    python scripts/report.py --metrics metrics --training training --plots plots [--prefix smoke-]
+
+Reads metrics/{prefix}{ewt,ner}_{baseline,elmo}.json (written by
+`python -m spacy_elmo evaluate`), training/{prefix}*/log.jsonl and wall_time.json.
+Writes metrics/{prefix}comparison.md, plots/{prefix}dev_curves.png and
+plots/{prefix}layer_weights.png.
+"""
+import argparse
+import json
+from pathlib import Path
+
+ROWS = [("UPOS", "ewt", "pos_acc"), ("XPOS", "ewt", "tag_acc"), ("UAS", "ewt", "dep_uas"), ("LAS", "ewt", "dep_las"),
+        ("NER F1", "ner", "ents_f")]
+DEV_KEYS = {"ewt": ["tag_acc", "pos_acc", "dep_uas", "dep_las"], "ner": ["ents_f"]}
+
+
+def _load(path: Path):
+    return json.loads(path.read_text()) if path.is_file() else None
+
+
+def _log(path: Path):
+    """Evaluation rows of a run: its log.jsonl, or else the table spaCy printed to train.log."""
+    if path.is_file():
+        return [json.loads(line) for line in path.read_text().splitlines() if line.strip()]
+    console = path.with_name("train.log")
+    if not console.is_file():
+        return []
+    import re
+
+    rows, header = [], None
+    for line in console.read_text(errors="replace").splitlines():
+        line = re.sub(r"\x1b\[[0-9;]*m", "", line).strip()
+        if line.startswith("E ") and "#" in line:
+            header = re.split(r"\s{2,}", line)
+            continue
+        values = line.split()
+        if header and len(values) == len(header) and values[0].isdigit():
+            named = dict(zip(header, values))
+            scores = {k.lower(): float(v) for k, v in named.items() if k not in ("E", "#", "SCORE") and not k.startswith("LOSS")}
+            rows.append({"epoch": int(values[0]), "step": int(values[1]), "scores": scores, "score": float(named["SCORE"])})
+    return rows
+
+
+def table(metrics: Path, training: Path, prefix: str) -> str:
+    lines = ["| metric (test) | baseline | ELMo | difference |", "|---|---|---|---|"]
+    for label, task, key in ROWS:
+        base = _load(metrics / f"{prefix}{task}_baseline.json")
+        elmo = _load(metrics / f"{prefix}{task}_elmo.json")
+        if not base or not elmo or base["scores"].get(key) is None or elmo["scores"].get(key) is None:
+            continue
+        b, e = 100 * base["scores"][key], 100 * elmo["scores"][key]
+        lines.append(f"| {label} | {b:.2f} | {e:.2f} | {e - b:+.2f} |")
+    lines += ["", "| run | steps | best step | wall time |", "|---|---|---|---|"]
+    for run in sorted(training.glob(f"{prefix}*")):
+        wall = _load(run / "wall_time.json")
+        log = _log(run / "log.jsonl")
+        if not wall or not log:
+            continue
+        best = max(log, key=lambda r: r.get("score", 0))
+        lines.append(f"| {run.name} | {log[-1]['step']:,} | {best['step']:,} | {wall['seconds'] / 60:.1f} min |")
+    return "\n".join(lines) + "\n"
+
+
+def dev_curves(training: Path, out: Path, prefix: str) -> None:
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    tasks = [("ewt", k) for k in DEV_KEYS["ewt"]] + [("ner", k) for k in DEV_KEYS["ner"]]
+    fig, axes = plt.subplots(1, len(tasks), figsize=(4 * len(tasks), 3.5))
+    for ax, (task, key) in zip(axes, tasks):
+        for variant, style in (("baseline", "--"), ("elmo", "-")):
+            log = _log(training / f"{prefix}{task}_{variant}" / "log.jsonl")
+            points = [(r["step"], r["scores"][key]) for r in log if r.get("scores", {}).get(key) is not None]
+            if points:
+                ax.plot(*zip(*points), style, label=variant)
+        ax.set_title(f"{task.upper()} dev {key}")
+        ax.set_xlabel("step")
+        ax.grid(alpha=0.3)
+        ax.legend()
+    fig.tight_layout()
+    fig.savefig(out, dpi=90)
+    plt.close(fig)
+
+
+def layer_weights(metrics: Path, out: Path, prefix: str) -> str:
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    mixes = {}
+    for task in ("ewt", "ner"):
+        data = _load(metrics / f"{prefix}{task}_elmo.json")
+        if data:
+            mixes.update(data.get("mixes", {}))
+    if not mixes:
+        return ""
+    n_layers = len(next(iter(mixes.values()))["weights"])
+    fig, ax = plt.subplots(figsize=(6, 3.5))
+    width = 0.8 / len(mixes)
+    for i, (name, mix) in enumerate(mixes.items()):
+        xs = [j + i * width for j in range(n_layers)]
+        ax.bar(xs, mix["weights"], width, label=f"{name} (gamma {mix['gamma']:.2f})")
+    ax.set_xticks([j + 0.4 - width / 2 for j in range(n_layers)])
+    ax.set_xticklabels(["layer 0 (chars)"] + [f"layer {j} (LSTM {j})" for j in range(1, n_layers)])
+    ax.set_ylabel("softmax(s)")
+    ax.set_title("What each task learned to read from the biLM")
+    ax.legend(fontsize=8)
+    fig.tight_layout()
+    fig.savefig(out, dpi=90)
+    plt.close(fig)
+    lines = ["| component | " + " | ".join(f"layer {j}" for j in range(n_layers)) + " | gamma |",
+             "|---|" + "---|" * (n_layers + 1)]
+    for name, mix in mixes.items():
+        lines.append(f"| {name} | " + " | ".join(f"{w:.3f}" for w in mix["weights"]) + f" | {mix['gamma']:.3f} |")
+    return "\n".join(lines) + "\n"
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--metrics", default="metrics")
+    parser.add_argument("--training", default="training")
+    parser.add_argument("--plots", default="plots")
+    parser.add_argument("--prefix", default="")
+    args = parser.parse_args()
+    metrics, training, plots = Path(args.metrics), Path(args.training), Path(args.plots)
+    plots.mkdir(parents=True, exist_ok=True)
+    text = "## Baseline vs ELMo on UD English-EWT test (UNER test for NER)\n\n" + table(metrics, training, args.prefix)
+    dev_curves(training, plots / f"{args.prefix}dev_curves.png", args.prefix)
+    mixes = layer_weights(metrics, plots / f"{args.prefix}layer_weights.png", args.prefix)
+    if mixes:
+        text += "\n## Learned layer weights\n\n" + mixes
+    (metrics / f"{args.prefix}comparison.md").write_text(text, encoding="utf-8")
+    print(text)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,61 @@
+"""Run `spacy train` for the project, recording the wall time and choosing the biLM.
+
+    python scripts/train.py CONFIG OUTPUT_DIR --train T.spacy --dev D.spacy
+        [--elmo-model shipped|pretrained] [--pretrained-dir DIR] [--max-steps N]
+        [--gpu-id G] [SPACY TRAIN OVERRIDES...]
+
+The console log goes to OUTPUT_DIR/train.log as well as stdout, each
+evaluation to OUTPUT_DIR/log.jsonl, and the wall time to OUTPUT_DIR/wall_time.json.
+"""
+import argparse
+import json
+import platform
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("config")
+    parser.add_argument("output")
+    parser.add_argument("--train", required=True)
+    parser.add_argument("--dev", required=True)
+    parser.add_argument("--elmo-model", choices=["shipped", "pretrained", "none"], default="none")
+    parser.add_argument("--pretrained-dir", default="training/pretrain/model-best")
+    parser.add_argument("--max-steps", type=int, default=0)
+    parser.add_argument("--gpu-id", type=int, default=-1)
+    args, extra = parser.parse_known_args()
+    output = Path(args.output)
+    output.mkdir(parents=True, exist_ok=True)
+    command = [
+        sys.executable, "-m", "spacy", "train", args.config, "--output", str(output),
+        "--paths.train", args.train, "--paths.dev", args.dev, "--gpu-id", str(args.gpu_id),
+        "--training.logger.@loggers", "spacy.ConsoleLogger.v3",
+        "--training.logger.output_file", str(output / "log.jsonl"),
+        "--training.logger.progress_bar", "null",
+    ]
+    if args.elmo_model == "pretrained":
+        command += ["--paths.elmo_weights", args.pretrained_dir]
+    if args.max_steps:
+        command += ["--training.max_steps", str(args.max_steps)]
+    command += extra
+    (output / "log.jsonl").unlink(missing_ok=True)
+    start = time.perf_counter()
+    with open(output / "train.log", "w", encoding="utf-8") as log:
+        process = subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+        for line in process.stdout:
+            sys.stdout.write(line)
+            log.write(line)
+        code = process.wait()
+    seconds = time.perf_counter() - start
+    (output / "wall_time.json").write_text(json.dumps({
+        "seconds": round(seconds, 1), "command": command, "machine": f"{platform.machine()} {platform.processor()}",
+        "returncode": code,
+    }, indent=2))
+    sys.exit(code)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,84 @@
+"""`evaluate`: score a trained pipeline and show what each task learned from the biLM."""
+from pathlib import Path
+from typing import Any, Dict, Optional
+
+import srsly
+import typer
+from wasabi import msg
+
+from ._util import fail
+
+_METRICS = [
+    ("tag_acc", "TAG (XPOS)"),
+    ("pos_acc", "POS (UPOS)"),
+    ("morph_acc", "MORPH"),
+    ("dep_uas", "UAS"),
+    ("dep_las", "LAS"),
+    ("ents_p", "NER P"),
+    ("ents_r", "NER R"),
+    ("ents_f", "NER F"),
+    ("speed", "WORDS/S"),
+]
+
+
+def layer_mixes(nlp) -> Dict[str, Dict[str, Any]]:
+    """softmax(s) and gamma of every ScalarMix in every component."""
+    from ..layers.scalar_mix import mix_weights
+
+    mixes = {}
+    for name, component in nlp.pipeline:
+        model = getattr(component, "model", None)
+        if model is None or not hasattr(model, "walk"):
+            continue
+        for node in model.walk():
+            if node.name == "scalar-mix" and node.has_param("s") and node.get_param("s") is not None:
+                weights, gamma = mix_weights(node)
+                mixes[name] = {"weights": [round(float(w), 6) for w in weights], "gamma": round(gamma, 6)}
+    return mixes
+
+
+def evaluate_cli(
+    model: str = typer.Argument(..., help="Trained pipeline: a directory or an installed package name"),
+    data_path: Path = typer.Argument(..., help=".spacy file with gold annotations", exists=True, dir_okay=False),
+    output: Optional[Path] = typer.Option(None, "--output", "-o", help="Write scores and layer mixes as JSON here"),
+    gpu_id: int = typer.Option(-1, "--gpu-id", "-g", help="GPU to use (-1: CPU)"),
+    batch_size: int = typer.Option(256, "--batch-size", "-b", help="Docs per batch"),
+) -> None:
+    """Evaluate MODEL on DATA_PATH (spaCy's scorer) and print each component's layer mix.
+
+    The mix is what each task learned: softmax(s) over the biLM layers
+    (layer 0 = character CNN, then one per LSTM layer) and its scale gamma.
+    """
+    import spacy
+    from spacy.training import Corpus
+    from thinc.api import require_gpu
+
+    if gpu_id >= 0:
+        require_gpu(gpu_id)
+    try:
+        nlp = spacy.load(model)
+    except (OSError, IOError) as err:
+        fail(f"cannot load pipeline {model}: {err}")
+    examples = list(Corpus(data_path, gold_preproc=False)(nlp))
+    if not examples:
+        fail(f"{data_path}: no documents")
+    scores = nlp.evaluate(examples, batch_size=batch_size)
+    mixes = layer_mixes(nlp)
+    rows = []
+    for key, label in _METRICS:
+        value = scores.get(key)
+        if value is None:
+            continue
+        rows.append((label, f"{value:,.0f}" if key == "speed" else f"{100 * value:.2f}"))
+    msg.table(rows, header=("metric", "score"), divider=True)
+    if mixes:
+        header = ["component"] + [f"layer {i}" for i in range(len(next(iter(mixes.values()))["weights"]))] + ["gamma"]
+        msg.table(
+            [[name] + [f"{w:.3f}" for w in mix["weights"]] + [f"{mix['gamma']:.3f}"] for name, mix in mixes.items()],
+            header=header,
+            divider=True,
+        )
+    if output is not None:
+        clean = {k: v for k, v in scores.items() if isinstance(v, (int, float)) or v is None}
+        srsly.write_json(output, {"model": str(model), "data": str(data_path), "scores": clean, "mixes": mixes})
+        msg.good(f"Wrote {output}")
