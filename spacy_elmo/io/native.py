@@ -8,6 +8,7 @@
 Files are written to a temporary name and renamed, so a crash never leaves a
 half-written model behind under the real name.
 """
+import hashlib
 import json
 import os
 from dataclasses import dataclass, field
@@ -71,6 +72,7 @@ def save_native(
         _atomic(directory / SOFTMAX_FILE, lambda p: save_file(_contiguous(head.state_dict()), str(p)))
     else:
         (directory / SOFTMAX_FILE).unlink(missing_ok=True)
+    checksums = {name: _sha256(directory / name) for name in (BILM_FILE, SOFTMAX_FILE) if (directory / name).exists()}
     meta = {
         "format": FORMAT_NAME,
         "format_version": FORMAT_VERSION,
@@ -78,6 +80,7 @@ def save_native(
         "boundary_strings": bilm.boundary_strings,
         "vocab": vocab is not None,
         "softmax": head.config() if head is not None else None,
+        "sha256": checksums,
         "metadata": metadata or {},
     }
     _atomic(directory / META_FILE, lambda p: p.write_text(json.dumps(meta, indent=2) + "\n", encoding="utf-8"))
@@ -127,6 +130,8 @@ def load_native(directory: PathLike, with_softmax: bool = True) -> NativeModel:
         vocab=vocab if not config.use_character_inputs else None,
         boundary_strings=bool(meta.get("boundary_strings", False)),
     )
+    checksums = meta.get("sha256") or {}
+    _verify(directory / BILM_FILE, checksums.get(BILM_FILE))
     _load_state(bilm, directory / BILM_FILE)
     head = None
     softmax = meta.get("softmax")
@@ -136,6 +141,7 @@ def load_native(directory: PathLike, with_softmax: bool = True) -> NativeModel:
         head = SoftmaxHead(
             softmax["n_vocab"], softmax["dim"], softmax["kind"], softmax.get("n_samples", 8192), softmax.get("cutoffs")
         )
+        _verify(directory / SOFTMAX_FILE, checksums.get(SOFTMAX_FILE))
         _load_state(head, directory / SOFTMAX_FILE)
     bilm.eval()
     return NativeModel(bilm, vocab, head, meta.get("metadata", {}))
@@ -167,6 +173,25 @@ def _load_state(module: torch.nn.Module, path: Path) -> None:
         if not torch.isfinite(tensor).all():
             raise WeightsError(f"{path}: tensor '{name}' contains NaN or infinite values")
     module.load_state_dict(state)
+
+
+def _sha256(path: Path) -> str:
+    digest = hashlib.sha256()
+    with open(path, "rb") as handle:
+        for block in iter(lambda: handle.read(1 << 20), b""):
+            digest.update(block)
+    return digest.hexdigest()
+
+
+def _verify(path: Path, expected: Optional[str]) -> None:
+    """A file whose bytes changed since it was saved is corrupted: say so before parsing it."""
+    if expected is None or not path.is_file():
+        return
+    if _sha256(path) != expected:
+        raise WeightsError(
+            f"{path}: checksum mismatch (sha256 differs from the one recorded in {META_FILE}): "
+            "the file is corrupted or was replaced; restore it or re-export the model"
+        )
 
 
 def _contiguous(state: Dict[str, torch.Tensor]) -> Dict[str, torch.Tensor]:

@@ -97,7 +97,10 @@ def forward(model: Model[InT, OutT], Xs: InT, is_train: bool) -> Tuple[OutT, Cal
     n_layers = model.get_dim("nL")
     for X in Xs:
         if X.shape[0] != n_layers:
-            raise ValueError(f"ScalarMix expects {n_layers} layers per doc, got an array of shape {X.shape}")
+            raise ValueError(
+                f"ScalarMix is set up for {n_layers} layers but the biLM gives {X.shape[0]} "
+                f"(array of shape {X.shape}): check its n_layers / initial_weights"
+            )
     lengths = [X.shape[1] for X in Xs]
     X = ops.xp.concatenate(Xs, axis=1) if len(Xs) > 1 else Xs[0]  # (L+1, N, w)
     s = model.get_param("s")

@@ -33,7 +33,12 @@ def set_rng_state(state: Dict[str, Any]) -> None:
     torch.set_rng_state(state["torch"])
 
 
+class CheckpointError(RuntimeError):
+    pass
+
+
 def save_checkpoint(path: Path, state: Dict[str, Any]) -> None:
+    """Write atomically; on failure (disk full...) the previous checkpoint is untouched."""
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
     tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
@@ -43,13 +48,12 @@ def save_checkpoint(path: Path, state: Dict[str, Any]) -> None:
             handle.flush()
             os.fsync(handle.fileno())
         os.replace(tmp, path)
+    except (OSError, RuntimeError) as err:
+        previous = "the previous checkpoint is intact" if path.exists() else "no earlier checkpoint exists"
+        raise CheckpointError(f"{path}: could not write the checkpoint ({err}); {previous}") from err
     finally:
         if tmp.exists():
             tmp.unlink()
-
-
-class CheckpointError(RuntimeError):
-    pass
 
 
 def load_checkpoint(path: Path) -> Dict[str, Any]:

@@ -47,7 +47,7 @@ def test_future_format_version_is_refused(tmp_path):
 
 
 @pytest.mark.parametrize("breakage,message", [
-    ("corrupt", "not a readable safetensors"),
+    ("corrupt", "checksum mismatch"),
     ("missing", "bilm.safetensors: missing"),
     ("shape", "tensors do not match|has shape"),
     ("meta", "not valid JSON"),
@@ -69,6 +69,18 @@ def test_broken_native_files(tmp_path, breakage, message):
     elif breakage == "not_ours":
         (tmp_path / "elmo.json").write_text('{"format": "other"}')
     with pytest.raises(WeightsError, match=message):
+        load_bilm(tmp_path)
+
+
+def test_corruption_without_checksum_is_still_caught(tmp_path):
+    """Files from before checksums (or edited by hand) are still parsed defensively."""
+    save_native(tmp_path, _tiny())
+    meta = json.loads((tmp_path / "elmo.json").read_text())
+    del meta["sha256"]
+    (tmp_path / "elmo.json").write_text(json.dumps(meta))
+    weights = tmp_path / "bilm.safetensors"
+    weights.write_bytes(weights.read_bytes()[:100])
+    with pytest.raises(WeightsError, match="not a readable safetensors"):
         load_bilm(tmp_path)
 
 

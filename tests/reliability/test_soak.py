@@ -1,0 +1,34 @@
+"""The soak run (slow): 1M tokens through nlp.pipe, memory flat, a probe doc unchanged.
+
+    python -m pytest -m slow tests/reliability/test_soak.py
+"""
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+SOAK = Path(__file__).resolve().parents[2] / "benchmarks" / "soak.py"
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("n_process", [1, 2])
+def test_soak_million_tokens(n_process, ewt_dir, tmp_path):
+    out = subprocess.run([sys.executable, str(SOAK), "--n-process", str(n_process), "--json", str(tmp_path / "r.json")],
+                         capture_output=True, text=True, timeout=7200)
+    assert out.returncode == 0, out.stdout[-3000:] + out.stderr[-3000:]
+    result = json.loads((tmp_path / "r.json").read_text())[0]
+    assert result["tokens"] >= 1_000_000
+    assert result["probe_max_abs_diff"] <= 1e-5
+    assert result["growth_after_warmup_mb"] <= 50.0
+
+
+def test_soak_script_runs_small(ewt_dir, allennlp_dir, tmp_path):
+    """The same script on 20k tokens, in the fast suite, so it cannot rot."""
+    out = subprocess.run([sys.executable, str(SOAK), "--tokens", "20000", "--n-process", "1", "--every", "20",
+                          "--weights", str(allennlp_dir), "--max-growth-mb", "1000", "--json", str(tmp_path / "r.json")],
+                         capture_output=True, text=True, timeout=600)
+    assert out.returncode == 0, out.stdout[-3000:] + out.stderr[-3000:]
+    result = json.loads((tmp_path / "r.json").read_text())[0]
+    assert result["tokens"] >= 20_000 and result["probe_max_abs_diff"] <= 1e-5 and len(result["samples"]) >= 3
