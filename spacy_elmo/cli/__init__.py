@@ -27,7 +27,8 @@ app.command("evaluate")(evaluate_cli)
 
 
 def main() -> None:
-    app(prog_name="python -m spacy_elmo")
+    """The `spacy-elmo` console script."""
+    app(prog_name="spacy-elmo")
 
 
 __all__ = ["app", "main"]

@@ -30,10 +30,11 @@ def layer_mixes(nlp) -> Dict[str, Dict[str, Any]]:
         model = getattr(component, "model", None)
         if model is None or not hasattr(model, "walk"):
             continue
-        for node in model.walk():
-            if node.name == "scalar-mix" and node.has_param("s") and node.get_param("s") is not None:
-                weights, gamma = mix_weights(node)
-                mixes[name] = {"weights": [round(float(w), 6) for w in weights], "gamma": round(gamma, 6)}
+        found = [n for n in model.walk() if n.name == "scalar-mix" and n.has_param("s") and n.get_param("s") is not None]
+        for i, node in enumerate(found):
+            weights, gamma = mix_weights(node)
+            key = name if len(found) == 1 else f"{name}#{i}"
+            mixes[key] = {"weights": [round(float(w), 6) for w in weights], "gamma": round(gamma, 6)}
     return mixes
 
 

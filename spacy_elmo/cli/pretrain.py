@@ -1,4 +1,5 @@
 """`pretrain`: train a biLM on raw text."""
+import os
 from pathlib import Path
 from typing import Optional
 
@@ -40,6 +41,8 @@ def pretrain_cli(
     except SettingsError as err:
         fail(str(err))
     device = pick_device(gpu_id)
+    if device != "cpu" and int(os.environ.get("WORLD_SIZE", "1")) > 1:
+        device = f"cuda:{int(os.environ.get('LOCAL_RANK', '0'))}"  # under torchrun: one GPU per process
     try:
         result = pretrain(config, output_dir, resume=resume, device=device, progress=not quiet)
     except Interrupted as err:

@@ -18,6 +18,7 @@ epochs (`doc_cache_tokens` bounds that cache). Not frozen: the listeners'
 gradients flow into the biLM and the optimizer updates it.
 """
 from collections import OrderedDict
+from contextlib import nullcontext as _nullcontext
 from typing import Any, Callable, Dict, List, Optional, Tuple
 
 import numpy
@@ -117,6 +118,9 @@ def ElmoBiLM(
         inference (0: off).
     doc_cache_tokens: tokens whose layers a frozen biLM keeps between epochs
         during training (0: off).
+    mixed_precision: run the biLM under bfloat16 autocast on CUDA (float16
+        where the card has no bfloat16); the layers come back as float32.
+        No effect on CPU.
     """
     from .segments import SEGMENTATIONS
 
@@ -144,6 +148,7 @@ def ElmoBiLM(
             "batch_tokens": batch_tokens,
             "token_cache_size": token_cache_size,
             "doc_cache": _DocCache(doc_cache_tokens),
+            "mixed_precision": mixed_precision,
             "frozen": True,
             "weights": None,  # set by the component: a directory, or None for the default
             "fresh": fresh is not None,
@@ -240,13 +245,21 @@ def predict_layers(model: Model, bilm: BiLM, docs: InT, use_doc_cache: bool = Fa
             jobs.append((d, segment))
             sentences.append([doc[i].text for i in segment])
     if sentences:
-        for positions, arrays in bilm.embed_batches(sentences, batch_tokens=model.attrs["batch_tokens"]):
+        batches = bilm.embed_batches(sentences, batch_tokens=model.attrs["batch_tokens"], precision=_precision(model, bilm))
+        for positions, arrays in batches:
             for p, array in zip(positions, arrays):
                 d, segment = jobs[p]
                 outputs[d][:, segment] = array
     for d, key in keys.items():
         cache.put(key, outputs[d])
     return outputs  # type: ignore[return-value]
+
+
+def _precision(model: Model, bilm: BiLM) -> str:
+    """bfloat16 autocast (float16 where bf16 is unsupported) with mixed_precision on CUDA."""
+    if not model.attrs.get("mixed_precision") or bilm.device.type != "cuda":
+        return "float32"
+    return "bfloat16" if torch.cuda.is_bf16_supported() else "float16"
 
 
 def _forward_finetune(model: Model, bilm: BiLM, docs: InT):
@@ -262,10 +275,15 @@ def _forward_finetune(model: Model, bilm: BiLM, docs: InT):
     bilm.train()
     torch_outputs: List[torch.Tensor] = []
     order: List[int] = []
-    for batch in length_sorted_batches([len(s) for s in sentences], model.attrs["batch_tokens"], 256):
-        out = bilm([sentences[i] for i in batch])
-        torch_outputs.extend(out.unpadded())
-        order.extend(batch)
+    precision = _precision(model, bilm)
+    autocast = (
+        torch.autocast(device_type="cuda", dtype=getattr(torch, precision)) if precision != "float32" else _nullcontext()
+    )
+    with autocast:
+        for batch in length_sorted_batches([len(s) for s in sentences], model.attrs["batch_tokens"], 256):
+            out = bilm([sentences[i] for i in batch])
+            torch_outputs.extend(o.float() for o in out.unpadded())
+            order.extend(batch)
     by_job = dict(zip(order, torch_outputs))
     ops = model.ops
     outputs = [ops.alloc3f(n_layers, len(doc), width) for doc in docs]

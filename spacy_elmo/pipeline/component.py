@@ -140,6 +140,10 @@ class Elmo(TrainablePipe):
         }
         if weights is not None:
             model.attrs["weights"] = str(weights)
+            if model.attrs.get("fresh"):
+                # explicit weights win over sizes in the model block: load them on first use
+                model.shims[0]._model = None
+                model.attrs["fresh"] = False
         model.attrs["frozen"] = bool(frozen)
 
     # -- listeners ----------------------------------------------------------------
@@ -292,6 +296,14 @@ class Elmo(TrainablePipe):
         self.model.initialize(X=docs)
         for listener in self.listeners:
             listener.link(self)
+
+    def to_bytes(self, *, exclude=tuple()) -> bytes:
+        get_bilm(self.model)  # a pipeline saved before first use still carries its weights
+        return super().to_bytes(exclude=exclude)
+
+    def to_disk(self, path, *, exclude=tuple()) -> None:
+        get_bilm(self.model)
+        super().to_disk(path, exclude=exclude)
 
     def add_label(self, label: str) -> int:
         raise NotImplementedError(f"'{self.name}' has no labels")

@@ -193,6 +193,7 @@ class Trainer:
         self.prepare_data()
         state = load_checkpoint(self.paths.checkpoint) if resume else None
         if state is not None:
+            self._check_resume_config(state.get("config"))
             self.vocab = Vocabulary(state["vocab"])
         else:
             self.vocab = self.build_vocab()
@@ -407,6 +408,29 @@ class Trainer:
             "output": str(self.paths.root),
             "replica_checksums": replicas,
         }
+
+    def _check_resume_config(self, saved: Optional[str]) -> None:
+        """The architecture must not change on resume; other changes are allowed but reported."""
+        if not saved:
+            return
+        old = Config().from_str(saved, interpolate=False)
+        structural, other = [], []
+        for section in self.config:
+            for key, value in self.config[section].items():
+                before = old.get(section, {}).get(key)
+                if before != value:
+                    (structural if section in ("model", "softmax", "vocab") else other).append(
+                        f"[{section}] {key}: {before!r} -> {value!r}"
+                    )
+        if structural:
+            raise SettingsError(
+                f"{self.paths.checkpoint} was trained with a different architecture; cannot resume with "
+                + "; ".join(structural)
+            )
+        if other and self.dist.is_main:
+            from wasabi import msg
+
+            msg.warn("Resuming with changed settings (the run will differ from an uninterrupted one): " + "; ".join(other))
 
     def _check_replicas(self) -> Optional[list]:
         """Under DDP, every replica must hold the same weights: compare checksums."""

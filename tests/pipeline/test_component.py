@@ -141,3 +141,13 @@ def test_default_model_is_the_embedded_english_biLM():
     assert doc._.elmo.shape[1] == len(doc)
     assert nlp.get_pipe("elmo").bilm.config.width == doc._.elmo.shape[2]
     assert default_model_path().is_dir()
+
+
+def test_weights_win_over_sizes_and_unused_pipelines_still_save_weights(allennlp_dir, tmp_path):
+    nlp = spacy.blank("en")
+    sizes = {"lstm_dim": 8, "projection_dim": 4, "n_layers": 1, "filters": [[1, 4]], "n_highway": 0}
+    nlp.add_pipe("elmo", config={"weights": str(allennlp_dir),
+                                 "model": {"@architectures": "spacy-elmo.ElmoBiLM.v1", "bilm": sizes}})
+    nlp.to_disk(tmp_path / "p")  # saved before the biLM was ever used
+    loaded = spacy.load(tmp_path / "p")
+    assert loaded("a b")._.elmo.shape == (3, 2, 32)

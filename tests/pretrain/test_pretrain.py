@@ -161,3 +161,13 @@ def test_two_gloo_processes_hold_identical_weights(tiny_config_path, small_corpu
 
 def test_interrupted_exception_type():
     assert issubclass(Interrupted, Exception)
+
+
+def test_resume_refuses_a_changed_architecture(tiny_config_path, small_corpus, tmp_path):
+    config = _config(tiny_config_path, paths__train=str(small_corpus), training__max_steps=2)
+    pretrain(config, tmp_path / "r", progress=False)
+    changed = _config(tiny_config_path, paths__train=str(small_corpus), training__max_steps=4, model__lstm_dim=32)
+    with pytest.raises(SettingsError, match="different architecture.*lstm_dim"):
+        pretrain(changed, tmp_path / "r", resume=True, progress=False)
+    more_steps = _config(tiny_config_path, paths__train=str(small_corpus), training__max_steps=4)
+    assert pretrain(more_steps, tmp_path / "r", resume=True, progress=False)["step"] == 4
