@@ -92,3 +92,24 @@ def test_shards_join_to_the_same_keys(allennlp_bilm, input_file, tmp_path):
             if key.isdigit():
                 numpy.testing.assert_allclose(a[key][...], b[key][...], atol=1e-5)
         assert json.loads(a["sentence_to_index"][0]) == json.loads(b["sentence_to_index"][0])
+
+
+def test_torchrun_shards_and_joins(allennlp_dir, input_file, tmp_path):
+    import os
+    import subprocess
+    import sys
+
+    single = embed_file(__import__("spacy_elmo").load_bilm(allennlp_dir), input_file, tmp_path / "single.hdf5")
+    out = tmp_path / "tr.hdf5"
+    result = subprocess.run(
+        [sys.executable, "-m", "torch.distributed.run", "--nproc_per_node", "2", "--master_port", "29519",
+         "-m", "spacy_elmo", "embed", str(input_file), str(out), "--weights", str(allennlp_dir), "--quiet"],
+        capture_output=True, text=True, timeout=300, env={**os.environ, "OMP_NUM_THREADS": "1"},
+    )
+    assert result.returncode == 0, result.stderr[-3000:]
+    assert shard_path(out, 0, 2).exists() and shard_path(out, 1, 2).exists()
+    with h5py.File(single, "r") as a, h5py.File(out, "r") as b:
+        assert sorted(a.keys()) == sorted(b.keys())
+        for key in a.keys():
+            if key.isdigit():
+                numpy.testing.assert_allclose(a[key][...], b[key][...], atol=1e-5)

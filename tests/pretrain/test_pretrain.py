@@ -171,3 +171,16 @@ def test_resume_refuses_a_changed_architecture(tiny_config_path, small_corpus, t
         pretrain(changed, tmp_path / "r", resume=True, progress=False)
     more_steps = _config(tiny_config_path, paths__train=str(small_corpus), training__max_steps=4)
     assert pretrain(more_steps, tmp_path / "r", resume=True, progress=False)["step"] == 4
+
+
+def test_pretrained_model_loads_into_the_component(tiny_config_path, small_corpus, tmp_path):
+    import numpy
+    import spacy
+
+    config = _config(tiny_config_path, paths__train=str(small_corpus), training__max_steps=2)
+    pretrain(config, tmp_path / "r", progress=False)
+    nlp = spacy.blank("en")
+    nlp.add_pipe("elmo", config={"weights": str(tmp_path / "r" / "model-best")})
+    doc = nlp("Text for the freshly trained biLM .")
+    lm = load_model(tmp_path / "r" / "model-best")
+    numpy.testing.assert_allclose(doc._.elmo, lm.bilm.embed([[t.text for t in doc]])[0], atol=1e-5)
