@@ -1,5 +1,4 @@
 """Shared benchmark helpers: real sentences, the machine's matmul rate, FLOP counts, memory."""
-import gzip
 import os
 import platform
 import resource
@@ -18,25 +17,11 @@ EWT_TRAIN = DATA / "ud_en_ewt" / "en_ewt-ud-train.conllu.gz"
 
 def ewt_sentences(limit: int = 0, path: Path = EWT_TRAIN) -> List[List[str]]:
     """Token lists of EWT sentences (syntactic words, as CoNLL-U gives them)."""
+    from spacy_elmo.corpora import conllu_words
+
     if not path.exists():
         raise SystemExit(f"needs {path} (set SPACY_ELMO_DATA)")
-    sentences, words = [], []
-    with gzip.open(path, "rt", encoding="utf-8") as f:
-        for line in f:
-            line = line.rstrip("\n")
-            if not line:
-                if words:
-                    sentences.append(words)
-                    words = []
-                    if limit and len(sentences) >= limit:
-                        break
-                continue
-            if line.startswith("#"):
-                continue
-            cols = line.split("\t")
-            if cols[0].isdigit():
-                words.append(cols[1])
-    return sentences
+    return conllu_words(path, limit)
 
 
 def matmul_rate(size: int = 2048, seconds: float = 2.0, dtype=torch.float32, device: str = "cpu") -> float:

@@ -20,6 +20,26 @@ def _read_text(path: PathLike) -> str:
     return path.read_text(encoding="utf-8")
 
 
+def conllu_words(path: PathLike, limit: int = 0) -> List[List[str]]:
+    """The word forms of each sentence of a CoNLL-U file (syntactic words; no spaCy objects)."""
+    sentences: List[List[str]] = []
+    words: List[str] = []
+    for line in _read_text(path).splitlines() + [""]:
+        if not line.strip():
+            if words:
+                sentences.append(words)
+                words = []
+                if limit and len(sentences) >= limit:
+                    break
+            continue
+        if line.startswith("#"):
+            continue
+        columns = line.split("\t")
+        if columns[0].isdigit():
+            words.append(columns[1])
+    return sentences
+
+
 def ud_docs(path: PathLike, n_sents: int = 10, limit: int = 0) -> List[Doc]:
     """Docs of `n_sents` gold sentences each, from a CoNLL-U file (syntactic words as tokens)."""
     from spacy.training.converters import conllu_to_docs
@@ -86,4 +106,4 @@ def write_docbin(docs: List[Doc], output: PathLike) -> Path:
     return output
 
 
-__all__ = ["ud_docs", "uner_docs", "write_docbin"]
+__all__ = ["conllu_words", "ud_docs", "uner_docs", "write_docbin"]

@@ -62,22 +62,6 @@ def allennlp_bilm(allennlp_dir):
 @pytest.fixture(scope="session")
 def ewt_sentences(ewt_dir):
     """The first 300 training sentences of EWT as token lists."""
-    import gzip
+    from spacy_elmo.corpora import conllu_words
 
-    sentences, words = [], []
-    with gzip.open(ewt_dir / "en_ewt-ud-train.conllu.gz", "rt", encoding="utf-8") as f:
-        for line in f:
-            line = line.rstrip("\n")
-            if not line:
-                if words:
-                    sentences.append(words)
-                    words = []
-                    if len(sentences) >= 300:
-                        break
-                continue
-            if line.startswith("#"):
-                continue
-            cols = line.split("\t")
-            if cols[0].isdigit():
-                words.append(cols[1])
-    return sentences
+    return conllu_words(ewt_dir / "en_ewt-ud-train.conllu.gz", limit=300)
