@@ -1,0 +1,27 @@
+"""The spacy project `smoke` workflow: every step of `all` on tiny slices, end to end."""
+import json
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+
+
+def test_smoke_workflow(data_dir, tmp_path):
+    project = tmp_path / "project"
+    project.mkdir()
+    for name in ("project.yml", "configs", "scripts"):
+        source = ROOT / name
+        (shutil.copytree if source.is_dir() else shutil.copy)(source, project / name)
+    variables = [f"--vars.ewt_dir={data_dir / 'ud_en_ewt'}", f"--vars.uner_dir={data_dir / 'uner_en_ewt'}"]
+    out = subprocess.run([sys.executable, "-m", "spacy", "project", "run", "smoke", str(project), *variables],
+                         capture_output=True, text=True, timeout=1500)
+    assert out.returncode == 0, out.stdout[-4000:] + out.stderr[-4000:]
+    comparison = (project / "metrics" / "smoke-comparison.md").read_text()
+    for metric in ("UPOS", "XPOS", "UAS", "LAS", "NER F1"):
+        assert f"| {metric} |" in comparison
+    elmo = json.loads((project / "metrics" / "smoke-ewt_elmo.json").read_text())
+    assert set(elmo["mixes"]) == {"tagger", "morphologizer", "parser"}
+    for name in ("smoke-dev_curves.png", "smoke-layer_weights.png"):
+        assert (project / "plots" / name).stat().st_size > 5000
