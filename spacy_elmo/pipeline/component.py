@@ -273,6 +273,7 @@ class Elmo(TrainablePipe):
         """Update the biLM, unless it is frozen (then its weights never change)."""
         if not self.frozen:
             super().finish_update(sgd)
+            self.model.attrs["fresh"] = False  # trained now: no longer random weights
 
     def get_loss(self, examples, scores) -> None:
         pass
