@@ -67,8 +67,14 @@ class SoftmaxHead(nn.Module):
         """Exact log p(target | hidden) for each row: (n, dim), (n,) -> (n,)."""
         if self.kind == "adaptive":
             return self.adaptive(hidden, targets).output
-        logits = torch.addmm(self.bias, hidden, self.weight.t())
-        return logits.log_softmax(dim=-1).gather(1, targets[:, None]).squeeze(1)
+        # in row chunks: a (rows, vocabulary) logit matrix at once can take gigabytes
+        chunk = max(1, (1 << 22) // max(1, self.n_vocab))
+        parts = []
+        for start in range(0, hidden.shape[0], chunk):
+            logits = torch.addmm(self.bias, hidden[start : start + chunk], self.weight.t())
+            gold = logits.gather(1, targets[start : start + chunk, None]).squeeze(1)
+            parts.append(gold - torch.logsumexp(logits, dim=-1))
+        return torch.cat(parts) if parts else hidden.new_zeros((0,))
 
     def loss(self, hidden: torch.Tensor, targets: torch.Tensor, generator: Optional[torch.Generator] = None) -> torch.Tensor:
         """Summed negative log likelihood used for training (sampled where configured)."""
