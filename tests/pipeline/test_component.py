@@ -151,3 +151,22 @@ def test_weights_win_over_sizes_and_unused_pipelines_still_save_weights(allennlp
     nlp.to_disk(tmp_path / "p")  # saved before the biLM was ever used
     loaded = spacy.load(tmp_path / "p")
     assert loaded("a b")._.elmo.shape == (3, 2, 32)
+
+
+def test_embedded_biLM_separates_the_senses_of_bank():
+    """The README's example: each "bank" is closest to the one of the same sense."""
+    nlp = spacy.blank("en")
+    nlp.add_pipe("elmo")
+    texts = ["She sat on the bank of the river .",
+             "The boat drifted toward the muddy bank of the stream .",
+             "He deposited the money in the bank .",
+             "She opened an account at the bank ."]
+    tops = []
+    for doc in nlp.pipe(texts):
+        i = [t.text for t in doc].index("bank")
+        tops.append(doc._.elmo[2, i] / numpy.linalg.norm(doc._.elmo[2, i]))
+    sim = numpy.stack(tops) @ numpy.stack(tops).T
+    assert sim[0, 1] > max(sim[0, 2], sim[0, 3], sim[1, 2], sim[1, 3])
+    assert sim[2, 3] > max(sim[0, 2], sim[0, 3], sim[1, 2], sim[1, 3])
+    layer0 = [doc._.elmo[0, [t.text for t in doc].index("bank")] for doc in nlp.pipe(texts)]
+    assert all(numpy.allclose(layer0[0], v, atol=1e-5) for v in layer0[1:])
