@@ -13,6 +13,7 @@ from pathlib import Path
 
 ROWS = [("UPOS", "ewt", "pos_acc"), ("XPOS", "ewt", "tag_acc"), ("UAS", "ewt", "dep_uas"), ("LAS", "ewt", "dep_las"),
         ("NER F1", "ner", "ents_f")]
+RUNS = ["ewt_baseline", "ewt_elmo", "ner_baseline", "ner_elmo"]
 DEV_KEYS = {"ewt": ["tag_acc", "pos_acc", "dep_uas", "dep_las"], "ner": ["ents_f"]}
 
 
@@ -53,7 +54,8 @@ def table(metrics: Path, training: Path, prefix: str) -> str:
         b, e = 100 * base["scores"][key], 100 * elmo["scores"][key]
         lines.append(f"| {label} | {b:.2f} | {e:.2f} | {e - b:+.2f} |")
     lines += ["", "| run | steps | best step | wall time |", "|---|---|---|---|"]
-    for run in sorted(training.glob(f"{prefix}*")):
+    for name in RUNS:
+        run = training / f"{prefix}{name}"
         wall = _load(run / "wall_time.json")
         log = _log(run / "log.jsonl")
         if not wall or not log:
