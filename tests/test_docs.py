@@ -15,7 +15,7 @@ from typing import Dict, List
 import pytest
 
 DOCS = Path(__file__).resolve().parent.parent / "docs"
-PAGES = ["README.md", "component.md", "extensions.md", "architectures.md", "cli.md", "pretraining.md", "python-api.md"]
+PAGES = ["README.md", "component.md", "extensions.md", "architectures.md", "cli.md", "pretraining.md", "project.md", "python-api.md"]
 PREFIX = "spacy-elmo."
 
 
@@ -265,3 +265,16 @@ def test_every_top_level_name_is_documented():
         name for name in spacy_elmo.__all__ if not (in_code(name, page) or in_code(f"spacy_elmo.{name}", page))
     ]
     assert not missing, missing_report(missing, "python-api.md")
+
+
+# -- spacy project -----------------------------------------------------------------------------
+
+
+def test_every_project_variable_and_command_is_documented():
+    import srsly
+
+    project = srsly.read_yaml(DOCS.parent / "project.yml")
+    page = read("project.md")
+    names = list(project["vars"]) + [command["name"] for command in project["commands"]] + list(project["workflows"])
+    missing = [name for name in names if not in_code(name, page)]
+    assert not missing, missing_report(missing, "project.md")
