@@ -23,11 +23,17 @@ def _load(path: Path):
 
 def _log(path: Path):
     """Evaluation rows of a run: its log.jsonl, or else the table spaCy printed to train.log."""
-    if path.is_file():
-        return [json.loads(line) for line in path.read_text().splitlines() if line.strip()]
+    rows = [json.loads(line) for line in path.read_text().splitlines() if line.strip()] if path.is_file() else []
     console = path.with_name("train.log")
     if not console.is_file():
-        return []
+        return rows
+    # an interrupted run may not have flushed log.jsonl: then the console table has more
+    from_console = _console_rows(console)
+    return from_console if len(from_console) > len(rows) else rows
+
+
+def _console_rows(console: Path):
+    """The evaluation rows of the table `spacy train` printed."""
     import re
 
     rows, header = [], None
@@ -53,7 +59,7 @@ def table(metrics: Path, training: Path, prefix: str) -> str:
             continue
         b, e = 100 * base["scores"][key], 100 * elmo["scores"][key]
         lines.append(f"| {label} | {b:.2f} | {e:.2f} | {e - b:+.2f} |")
-    lines += ["", "| run | steps | best step | wall time |", "|---|---|---|---|"]
+    lines += ["", "| run | steps | best step | wall time | ended by |", "|---|---|---|---|---|"]
     for name in RUNS:
         run = training / f"{prefix}{name}"
         wall = _load(run / "wall_time.json")
@@ -61,8 +67,20 @@ def table(metrics: Path, training: Path, prefix: str) -> str:
         if not wall or not log:
             continue
         best = max(log, key=lambda r: r.get("score", 0))
-        lines.append(f"| {run.name} | {log[-1]['step']:,} | {best['step']:,} | {wall['seconds'] / 60:.1f} min |")
+        lines.append(f"| {run.name} | {log[-1]['step']:,} | {best['step']:,} | {wall['seconds'] / 60:.1f} min | {_ended_by(wall, log)} |")
     return "\n".join(lines) + "\n"
+
+
+def _ended_by(wall: dict, log: list) -> str:
+    """Why a training stopped: its time budget, its step cap, or early stopping."""
+    if wall.get("stopped"):
+        return str(wall["stopped"])
+    command = wall.get("command", [])
+    if "--training.max_steps" in command:
+        cap = int(command[command.index("--training.max_steps") + 1])
+        if log and log[-1]["step"] >= cap:
+            return f"max_steps {cap:,}"
+    return "early stopping"
 
 
 def dev_curves(training: Path, out: Path, prefix: str) -> None:

@@ -2,16 +2,21 @@
 
     python scripts/train.py CONFIG OUTPUT_DIR --train T.spacy --dev D.spacy
         [--elmo-model shipped|pretrained] [--pretrained-dir DIR] [--max-steps N]
-        [--gpu-id G] [SPACY TRAIN OVERRIDES...]
+        [--gpu-id G] [--max-minutes M] [SPACY TRAIN OVERRIDES...]
 
 The console log goes to OUTPUT_DIR/train.log as well as stdout, each
 evaluation to OUTPUT_DIR/log.jsonl, and the wall time to OUTPUT_DIR/wall_time.json.
+With --max-minutes, training is interrupted (SIGINT, so spaCy still saves
+model-last and keeps model-best) once the time budget is spent; the exit code
+is then 0 and wall_time.json says `"stopped": "time budget"`.
 """
 import argparse
 import json
 import platform
+import signal
 import subprocess
 import sys
+import threading
 import time
 from pathlib import Path
 
@@ -26,6 +31,7 @@ def main() -> None:
     parser.add_argument("--pretrained-dir", default="training/pretrain/model-best")
     parser.add_argument("--max-steps", type=int, default=0)
     parser.add_argument("--gpu-id", type=int, default=-1)
+    parser.add_argument("--max-minutes", type=float, default=0.0, help="interrupt training after this many minutes")
     args, extra = parser.parse_known_args()
     output = Path(args.output)
     output.mkdir(parents=True, exist_ok=True)
@@ -45,14 +51,28 @@ def main() -> None:
     start = time.perf_counter()
     with open(output / "train.log", "w", encoding="utf-8") as log:
         process = subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+        fired = threading.Event()
+
+        def interrupt() -> None:
+            fired.set()
+            process.send_signal(signal.SIGINT)
+
+        budget = threading.Timer(args.max_minutes * 60, interrupt) if args.max_minutes else None
+        if budget:
+            budget.start()
         for line in process.stdout:
             sys.stdout.write(line)
             log.write(line)
         code = process.wait()
+        if budget:
+            budget.cancel()
     seconds = time.perf_counter() - start
+    stopped = "time budget" if fired.is_set() else None
+    if stopped and (output / "model-best").is_dir():
+        code = 0
     (output / "wall_time.json").write_text(json.dumps({
-        "seconds": round(seconds, 1), "command": command, "machine": f"{platform.machine()} {platform.processor()}",
-        "returncode": code,
+        "seconds": round(seconds, 1), "command": command, "machine": f"{platform.machine()} {platform.processor()}".strip(),
+        "returncode": code, "stopped": stopped,
     }, indent=2))
     sys.exit(code)
 

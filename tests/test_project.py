@@ -25,3 +25,13 @@ def test_smoke_workflow(data_dir, tmp_path):
     assert set(elmo["mixes"]) == {"tagger", "morphologizer", "parser"}
     for name in ("smoke-dev_curves.png", "smoke-layer_weights.png"):
         assert (project / "plots" / name).stat().st_size > 5000
+    # a time budget interrupts training cleanly: model-best kept, exit 0, recorded
+    budgeted = subprocess.run(
+        [sys.executable, "scripts/train.py", "configs/ner_baseline.cfg", "training/budget",
+         "--train", "corpus/smoke-ner-train.spacy", "--dev", "corpus/smoke-ner-dev.spacy",
+         "--max-minutes", "0.25", "--training.eval_frequency", "5"],
+        cwd=project, capture_output=True, text=True, timeout=600)
+    assert budgeted.returncode == 0, budgeted.stdout[-4000:] + budgeted.stderr[-4000:]
+    wall = json.loads((project / "training" / "budget" / "wall_time.json").read_text())
+    assert wall["stopped"] == "time budget" and wall["seconds"] < 120
+    assert (project / "training" / "budget" / "model-best").is_dir()
