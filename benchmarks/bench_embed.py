@@ -135,9 +135,19 @@ model = random_model("small")
 model.enable_cache(50_000)
 samples = []
 seen = [0]
+def peak_mib():
+    # VmHWM belongs to this process's own address space; ru_maxrss would carry
+    # over the parent's peak through fork and exec
+    try:
+        for line in open("/proc/self/status"):
+            if line.startswith("VmHWM:"):
+                return int(line.split()[1]) / 1024.0
+    except OSError:
+        pass
+    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024.0
 def progress(tokens, sentences):
     seen[0] += tokens
-    samples.append((seen[0], resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024.0))
+    samples.append((seen[0], peak_mib()))
 start = time.perf_counter()
 embed_file(model, {text!r}, {out!r}, on_progress=progress)
 print(json.dumps({{"samples": samples, "seconds": time.perf_counter() - start}}))

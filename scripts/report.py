@@ -66,9 +66,23 @@ def table(metrics: Path, training: Path, prefix: str) -> str:
         log = _log(run / "log.jsonl")
         if not wall or not log:
             continue
-        best = max(log, key=lambda r: r.get("score", 0))
+        best = _best_row(run / "model-best", log)
         lines.append(f"| {run.name} | {log[-1]['step']:,} | {best['step']:,} | {wall['seconds'] / 60:.1f} min | {_ended_by(wall, log)} |")
     return "\n".join(lines) + "\n"
+
+
+def _best_row(model_best: Path, log: list) -> dict:
+    """The evaluation that produced model-best: the row matching its meta.json scores
+    (console rows round the total score, so ties are common), else the top score."""
+    meta = _load(model_best / "meta.json") or {}
+    performance = {k: 100 * v for k, v in (meta.get("performance") or {}).items() if isinstance(v, (int, float))}
+
+    def distance(row: dict) -> float:
+        shared = [k for k in row.get("scores", {}) if k in performance and row["scores"][k] is not None]
+        return max((abs(row["scores"][k] - performance[k]) for k in shared), default=float("inf"))
+
+    matching = [row for row in log if distance(row) < 0.006]
+    return matching[-1] if matching else max(log, key=lambda r: r.get("score", 0))
 
 
 def _ended_by(wall: dict, log: list) -> str:

@@ -12,6 +12,7 @@ is then 0 and wall_time.json says `"stopped": "time budget"`.
 """
 import argparse
 import json
+import os
 import platform
 import signal
 import subprocess
@@ -50,7 +51,11 @@ def main() -> None:
     (output / "log.jsonl").unlink(missing_ok=True)
     start = time.perf_counter()
     with open(output / "train.log", "w", encoding="utf-8") as log:
-        process = subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+        # a shell starts background jobs with SIGINT ignored, and Python children keep
+        # that: restore the default so that Ctrl-C and the time budget reach spaCy
+        restore = (lambda: signal.signal(signal.SIGINT, signal.SIG_DFL)) if os.name == "posix" else None
+        process = subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
+                                   preexec_fn=restore)
         fired = threading.Event()
 
         def interrupt() -> None:
