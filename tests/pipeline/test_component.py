@@ -161,12 +161,9 @@ def test_embedded_biLM_separates_the_senses_of_bank():
              "The boat drifted toward the muddy bank of the stream .",
              "He deposited the money in the bank .",
              "She opened an account at the bank ."]
-    tops = []
-    for doc in nlp.pipe(texts):
-        i = [t.text for t in doc].index("bank")
-        tops.append(doc._.elmo[2, i] / numpy.linalg.norm(doc._.elmo[2, i]))
-    sim = numpy.stack(tops) @ numpy.stack(tops).T
+    banks = [doc._.elmo[:, [t.text for t in doc].index("bank")] for doc in nlp.pipe(texts)]
+    tops = numpy.stack([layers[2] / numpy.linalg.norm(layers[2]) for layers in banks])
+    sim = tops @ tops.T
     assert sim[0, 1] > max(sim[0, 2], sim[0, 3], sim[1, 2], sim[1, 3])
     assert sim[2, 3] > max(sim[0, 2], sim[0, 3], sim[1, 2], sim[1, 3])
-    layer0 = [doc._.elmo[0, [t.text for t in doc].index("bank")] for doc in nlp.pipe(texts)]
-    assert all(numpy.allclose(layer0[0], v, atol=1e-5) for v in layer0[1:])
+    assert all(numpy.allclose(banks[0][0], layers[0], atol=1e-5) for layers in banks[1:])
