@@ -26,6 +26,14 @@ from .token_encoder import CharCNNEncoder, WordEncoder
 from .vocab import Vocabulary
 
 
+# Bulk embedding batches: per timestep the LSTM multiplies one row per sentence,
+# so more sentences per batch mean larger, more efficient products; 16k tokens
+# / 512 sentences was ~10% faster than 4k / 256 for `embed` on 2 CPU threads
+# (benchmarks/RESULTS.md) while a batch's buffers stay near 100 MB.
+EMBED_BATCH_TOKENS = 16384
+EMBED_BATCH_SENTENCES = 512
+
+
 @dataclass
 class BiLMOutput:
     """Output of one batch.
@@ -253,8 +261,8 @@ class BiLM(nn.Module):
     def embed(
         self,
         sentences: Sequence[Sequence[str]],
-        batch_tokens: int = 4096,
-        max_batch_sentences: int = 256,
+        batch_tokens: int = EMBED_BATCH_TOKENS,
+        max_batch_sentences: int = EMBED_BATCH_SENTENCES,
         precision: str = "float32",
     ) -> List[numpy.ndarray]:
         """(L+1, n_tokens, width) float32 arrays, in input order, without grad.
@@ -271,8 +279,8 @@ class BiLM(nn.Module):
     def embed_batches(
         self,
         sentences: Sequence[Sequence[str]],
-        batch_tokens: int = 4096,
-        max_batch_sentences: int = 256,
+        batch_tokens: int = EMBED_BATCH_TOKENS,
+        max_batch_sentences: int = EMBED_BATCH_SENTENCES,
         precision: str = "float32",
     ) -> Iterator[Tuple[List[int], List[numpy.ndarray]]]:
         """Like `embed`, yielding (input positions, arrays) one batch at a time."""

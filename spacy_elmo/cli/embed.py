@@ -7,6 +7,7 @@ import typer
 from tqdm import tqdm
 from wasabi import msg
 
+from ..bilm.model import EMBED_BATCH_SENTENCES, EMBED_BATCH_TOKENS
 from ._util import fail, load_weights_or_fail, pick_device
 
 
@@ -14,8 +15,8 @@ def embed_cli(
     input_path: Path = typer.Argument(..., help="Text file: one sentence per line, tokens separated by whitespace", exists=True, dir_okay=False),
     output_path: Path = typer.Argument(..., help="HDF5 file to write"),
     weights: Optional[Path] = typer.Option(None, "--weights", "-w", help="Weights directory (default: embedded English model)"),
-    batch_size: int = typer.Option(256, "--batch-size", "-b", help="Most sentences per batch"),
-    batch_tokens: int = typer.Option(4096, "--batch-tokens", help="Most padded tokens per batch"),
+    batch_size: int = typer.Option(EMBED_BATCH_SENTENCES, "--batch-size", "-b", help="Most sentences per batch"),
+    batch_tokens: int = typer.Option(EMBED_BATCH_TOKENS, "--batch-tokens", help="Most padded tokens per batch"),
     layers: str = typer.Option("all", "--layers", "-l", help="all (L+1, n, w), top, average, or mix (n, w)"),
     mix: Optional[str] = typer.Option(None, "--mix", help="With --layers mix: comma-separated layer weights"),
     shard: Optional[str] = typer.Option(None, "--shard", help="K/N: embed lines with number % N == K into OUTPUT.shard-K-of-N"),

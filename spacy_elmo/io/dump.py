@@ -22,7 +22,7 @@ from typing import Callable, Iterator, List, Optional, Sequence, Tuple, Union
 
 import numpy
 
-from ..bilm.model import BiLM
+from ..bilm.model import EMBED_BATCH_SENTENCES, EMBED_BATCH_TOKENS, BiLM
 from .errors import WeightsError
 
 PathLike = Union[str, Path]
@@ -72,8 +72,8 @@ def embed_file(
     output_path: PathLike,
     layers: str = "all",
     mix: Optional[Sequence[float]] = None,
-    batch_tokens: int = 4096,
-    batch_size: int = 256,
+    batch_tokens: int = EMBED_BATCH_TOKENS,
+    batch_size: int = EMBED_BATCH_SENTENCES,
     chunk_lines: int = 4096,
     shard: Tuple[int, int] = (0, 1),
     resume: bool = False,
