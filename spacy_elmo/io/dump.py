@@ -141,13 +141,22 @@ def _write_chunk(model, out, pending, layers, mix, batch_tokens, batch_size, pre
     sentences = [tokens for _, tokens in pending]
     for indices, arrays in model.embed_batches(sentences, batch_tokens, batch_size, precision):
         for i, array in zip(indices, arrays):
-            key = str(pending[i][0])
-            if key in out:
-                del out[key]
-            out.create_dataset(key, data=combine_layers(array, layers, mix))
+            _write_dataset(out, str(pending[i][0]), combine_layers(array, layers, mix))
         if on_progress is not None:
             on_progress(sum(len(sentences[i]) for i in indices), len(indices))
     out.flush()
+
+
+def _write_dataset(out, key: str, array: numpy.ndarray) -> None:
+    """`out.create_dataset(key, data=array)` through h5py's low-level API: half the
+    time per dataset (one per sentence, so it adds up). Lines already in the
+    file are skipped before embedding, so `key` is always new."""
+    import h5py
+
+    array = numpy.ascontiguousarray(array)
+    space = h5py.h5s.create_simple(array.shape)
+    dataset = h5py.h5d.create(out.id, key.encode("utf-8"), h5py.h5t.py_create(array.dtype), space)
+    dataset.write(h5py.h5s.ALL, h5py.h5s.ALL, array)
 
 
 def join_shards(output_path: PathLike, n_shards: int, input_path: Optional[PathLike] = None) -> Path:
