@@ -55,8 +55,7 @@ def section_small(args) -> str:
     sentences = ewt_sentences(args.sentences)
     n_tokens = sum(map(len, sentences))
     flops = forward_flops_per_token(model.config)["total"]
-    rate = matmul_rate()
-    rows = []
+    rate_before = matmul_rate()
 
     reference = ReferenceStyleELMo(model)
     ref_sents = sentences[: args.reference_sentences]
@@ -66,15 +65,11 @@ def section_small(args) -> str:
     ref_rate = ref_tokens / ref_time
     ours_check = model.embed(ref_sents[:64])
     diff = max(float(numpy.abs(a - b).max()) for a, b in zip(ours_check, ref_out[:64]))
-    rows.append(["reference-style (batches of 64)", ref_tokens, f"{ref_rate:,.0f}", f"{ref_rate * flops / 1e9:.1f}",
-                 f"{ref_rate * flops / rate:.1%}", "1.0x"])
 
     model.disable_cache()
     model.embed(sentences[:200])  # warm-up
     _, t = _timed(lambda: model.embed(sentences))
     ours = n_tokens / t
-    rows.append(["ours, no token cache", n_tokens, f"{ours:,.0f}", f"{ours * flops / 1e9:.1f}",
-                 f"{ours * flops / rate:.1%}", f"{ours / ref_rate:.1f}x"])
 
     from spacy_elmo.io.dump import embed_file
 
@@ -85,16 +80,24 @@ def section_small(args) -> str:
         _, t = _timed(lambda: embed_file(model, text, Path(tmp) / "out.hdf5"))
         e2e = n_tokens / t
         model.disable_cache()
-    rows.append(["ours, `embed` end to end (cache on, HDF5 written)", n_tokens, f"{e2e:,.0f}",
-                 f"{e2e * flops / 1e9:.1f}", f"{e2e * flops / rate:.1%}", f"{e2e / ref_rate:.1f}x"])
+    # this shared machine's rate drifts by tens of percent within minutes: measure it
+    # before and after, and hold every variant to the higher of the two
+    rate_after = matmul_rate()
+    rate = max(rate_before, rate_after)
+    variants = [("reference-style (batches of 64)", ref_tokens, ref_rate), ("ours, no token cache", n_tokens, ours),
+                ("ours, `embed` end to end (cache on, HDF5 written)", n_tokens, e2e)]
+    rows = [[name, tokens, f"{speed:,.0f}", f"{speed * flops / 1e9:.1f}", f"{speed * flops / rate:.1%}",
+             f"{speed / ref_rate:.1f}x"] for name, tokens, speed in variants]
     target = 10_000 * rate / 180e9
     header = ["variant", "tokens", "tokens/s", "useful GFLOP/s", "of matmul rate", "vs reference"]
     return (
         f"### Published small shapes, {len(sentences):,} EWT train sentences ({n_tokens:,} tokens)\n\n"
-        f"Matmul rate measured in this run: {rate / 1e9:.1f} GFLOP/s fp32. Useful work: {flops / 1e6:.1f} MFLOP/token. "
+        f"Matmul rate measured in this run: {rate_before / 1e9:.1f} GFLOP/s fp32 before, {rate_after / 1e9:.1f} after; "
+        f"fractions and the goal use the higher, {rate / 1e9:.1f}. Useful work: {flops / 1e6:.1f} MFLOP/token. "
         f"Max |difference| ours vs reference-style on 64 sentences: {diff:.1e}.\n\n"
         + table(rows, header)
-        + f"\n\nGoal for `embed` scaled to this machine's rate: {target:,.0f} tokens/s (10,000 at 180 GFLOP/s); "
+        + f"\n\nGoal for `embed` scaled to this machine's rate: {target:,.0f} tokens/s (10,000 at 180 GFLOP/s), "
+        f"reached: {e2e / target:.0%}; "
         f"end to end / no cache = {e2e / ours:.2f}.\n"
     )
 

@@ -24,10 +24,11 @@ products over all timesteps afterwards.
 Speed, inference (no gradients): a step is one product of `[x_t, h_{t-1}]`
 (K = 2 x projection) with the stacked input and recurrent weights, so nothing
 of size batch x time x 4H is ever materialised (that buffer's allocation and
-bias copy cost more than its product), then gate math done in place. tanh
-is computed as 2 sigmoid(2x) - 1 (the j gate's weights are pre-scaled by 2),
-because PyTorch's CPU tanh costs about three sigmoids; the results agree with
-the gradient path to ~3e-7 in float32.
+bias copy cost more than its product), then gate math done in place with
+tanh as 2 sigmoid(2x) - 1, because PyTorch's CPU tanh costs about three
+sigmoids (details in `_recurrence_inference`). 1.6x the previous loop on the
+small shapes (benchmarks/RESULTS.md); results agree with the gradient path
+to ~3e-7 in float32.
 """
 from typing import List, NamedTuple, Optional, Sequence, Tuple
 

@@ -27,10 +27,11 @@ from .vocab import Vocabulary
 
 
 # Bulk embedding batches: per timestep the LSTM multiplies one row per sentence,
-# so more sentences per batch mean larger, more efficient products; 16k tokens
-# / 512 sentences was ~10% faster than 4k / 256 for `embed` on 2 CPU threads
-# (benchmarks/RESULTS.md) while a batch's buffers stay near 100 MB.
-EMBED_BATCH_TOKENS = 16384
+# so more sentences per batch mean larger, more efficient products. 8k tokens /
+# 512 sentences was ~10% faster than 4k / 256 for `embed` on 2 CPU threads, as
+# fast as 16k / 512, and keeps the peak memory of a batch's outputs low
+# (benchmarks/RESULTS.md).
+EMBED_BATCH_TOKENS = 8192
 EMBED_BATCH_SENTENCES = 512
 
 

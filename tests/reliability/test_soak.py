@@ -12,6 +12,27 @@ import pytest
 SOAK = Path(__file__).resolve().parents[2] / "benchmarks" / "soak.py"
 
 
+def _growth_after_warmup():
+    sys.path.insert(0, str(SOAK.parent))
+    try:
+        from soak import growth_after_warmup
+    finally:
+        sys.path.remove(str(SOAK.parent))
+    return growth_after_warmup
+
+
+def test_growth_statistic_ignores_batch_noise_and_sees_a_leak():
+    """Peaks of the first and last quarter after warm-up: a sawtooth of +-60 MiB
+    around a flat level reads as flat, 0.5 MiB per sample reads as growth."""
+    growth = _growth_after_warmup()
+    flat = [(i * 1000, 600 + (60 if i % 3 == 0 else -60 if i % 3 == 1 else 0), i) for i in range(40)]
+    leak = [(t, rss + 0.5 * i, s) for i, (t, rss, s) in enumerate(flat)]
+    assert growth(flat, warmup_tokens=8000) == 0.0
+    assert growth(leak, warmup_tokens=8000) > 10.0
+    warm_up_only = [(t, 300 + 10 * i if i < 8 else rss, s) for i, (t, rss, s) in enumerate(flat)]
+    assert growth(warm_up_only, warmup_tokens=8000) == 0.0
+
+
 @pytest.mark.slow
 @pytest.mark.parametrize("n_process", [1, 2])
 def test_soak_million_tokens(n_process, ewt_dir, tmp_path):
