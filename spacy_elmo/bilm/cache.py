@@ -21,6 +21,8 @@ class TokenCache:
         self.learn = learn
         self._vectors: "OrderedDict[str, torch.Tensor]" = OrderedDict()
         self._pinned: Dict[str, torch.Tensor] = {}
+        # <S> and </S>: computed once, so that no batch sees other bits for them
+        self.boundaries: Optional[torch.Tensor] = None
         self.hits = 0
         self.misses = 0
 
@@ -34,6 +36,7 @@ class TokenCache:
         """Forget everything, preloaded words included (e.g. after the weights changed)."""
         self._vectors.clear()
         self._pinned.clear()
+        self.boundaries = None
 
     def pin(self, tokens: Sequence[str], vectors: torch.Tensor) -> None:
         """Preload words that are never evicted."""

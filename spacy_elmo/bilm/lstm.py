@@ -181,6 +181,10 @@ class BiLSTMStack(nn.Module):
         return torch.cat([w_ih, w_hh], dim=1).mul_(scale), (bias + _forget_offset(H, like)) * scale
 
 
+# see `_recurrence_inference`: products at least this high are row-invariant in MKL
+MIN_PRODUCT_ROWS = 8
+
+
 def _forget_offset(hidden: int, like: torch.Tensor) -> torch.Tensor:
     offset = like.new_zeros((1, 1, 4 * hidden))
     offset[..., hidden : 2 * hidden] = 1.0
@@ -207,6 +211,14 @@ def _recurrence_inference(inputs, h0, c0, w_stacked, bias, w_proj, lengths, clip
     tanh(c) = 2 sigmoid(c2) - 1 needs no scaling pass, and the projection
     weights are doubled so that m = o (sigmoid(c2) - 1/2) projects to o tanh(c)
     W_proj: seven passes over the cell per step instead of ten.
+
+    Batch invariance: MKL computes a product's rows with another kernel when
+    the matrix is 1 to 3 rows high (measured: rows differ in the last bits,
+    while every height from 4 to 600 gives bit-identical rows, for the
+    small, original and embedded shapes, on 1 and 2 threads). Rows that have
+    finished (or scratch rows, for batches under MIN_PRODUCT_ROWS) are
+    carried along to keep every product at least that high, so a sentence's
+    layers are the same bits whatever it is batched with.
     """
     _, batch, time, P = inputs.shape
     H = w_stacked.shape[2] // 4
@@ -216,17 +228,22 @@ def _recurrence_inference(inputs, h0, c0, w_stacked, bias, w_proj, lengths, clip
     w_proj2 = w_proj * 2.0
     out = inputs.new_zeros((2, batch, time, P))
     h_n, c_n = h0.clone(), c0.clone()
-    xh = inputs.new_empty((2, batch, 2 * P))  # [x_t, h_{t-1}] of the active rows
-    xh[..., P:] = h0
-    c2 = c0 * 2.0
+    # Products are never fewer than MIN_PRODUCT_ROWS rows high (finished or scratch
+    # rows fill up), so a row's numbers do not depend on what it is batched with.
+    rows = max(batch, MIN_PRODUCT_ROWS)
+    xh = inputs.new_zeros((2, rows, 2 * P))  # [x_t, h_{t-1}] of the active rows
+    xh[:, :batch, P:] = h0
+    c2 = inputs.new_zeros((2, rows, H), dtype=c0.dtype)
+    c2[:, :batch] = c0 * 2.0
     for t in range(max_len):
         a = counts[t]
-        xa = xh[:, :a]
-        xa[..., :P] = inputs[:, :a, t]
+        height = max(a, MIN_PRODUCT_ROWS)
+        xa = xh[:, :height]
+        xa[:, :a, :P] = inputs[:, :a, t]
         gates = torch.baddbmm(bias, xa, w_stacked).sigmoid_()
         s_i, s_f, s_o, s_j = gates.chunk(4, dim=-1)
         # c2' = f c2 + 2 i tanh(z_j) = f c2 + 4 i s_j - 2 i
-        c2 = c2[:, :a] * s_f
+        c2 = c2[:, :height] * s_f
         c2.addcmul_(s_i, s_j, value=4.0).sub_(s_i, alpha=2.0)
         if cell_clip:
             c2.clamp_(-2.0 * cell_clip, 2.0 * cell_clip)
@@ -234,13 +251,13 @@ def _recurrence_inference(inputs, h0, c0, w_stacked, bias, w_proj, lengths, clip
         h = torch.bmm(m, w_proj2)
         if proj_clip:
             h.clamp_(-proj_clip, proj_clip)
-        out[:, :a, t] = h
+        out[:, :a, t] = h[:, :a]
         xa[..., P:] = h
         # rows whose last step this is keep their final state
         end = counts[t + 1] if t + 1 < max_len else 0
         if end < a:
-            h_n[:, end:a] = h[:, end:]
-            c_n[:, end:a] = c2[:, end:] * 0.5
+            h_n[:, end:a] = h[:, end:a]
+            c_n[:, end:a] = c2[:, end:a] * 0.5
     return out, h_n, c_n
 
 

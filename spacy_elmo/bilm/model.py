@@ -157,15 +157,20 @@ class BiLM(nn.Module):
         if cache is None or self.training or torch.is_grad_enabled():
             return self._encode_uncached(tokens, with_boundaries=True)
         found, vectors, missing = cache.lookup(tokens)
+        # <S>/</S> come from the cache too: recomputed with the missing tokens of
+        # each batch they would differ in the last bits (MKL's kernel depends on
+        # the product's height), and so would every sentence's LSTM layers
+        if missing or cache.boundaries is None:
+            missing_tokens = [tokens[i] for i in missing]
+            computed = self._encode_uncached(missing_tokens, with_boundaries=True)
+            cache.add(missing_tokens, computed[2:])
+            if cache.boundaries is None:
+                cache.boundaries = computed[:2].detach()
         if not found:
-            out = self._encode_uncached(tokens, with_boundaries=True)
-            cache.add(tokens, out[2:])
-            return out
-        missing_tokens = [tokens[i] for i in missing]
-        computed = self._encode_uncached(missing_tokens, with_boundaries=True)
-        cache.add(missing_tokens, computed[2:])
-        out = computed.new_empty((len(tokens) + 2, computed.shape[1]))
-        out[:2] = computed[:2]
+            return torch.cat([cache.boundaries, computed[2:]]) if missing else cache.boundaries.clone()
+        boundaries = cache.boundaries
+        out = boundaries.new_empty((len(tokens) + 2, boundaries.shape[1]))
+        out[:2] = boundaries
         device = out.device
         if missing:
             out[torch.tensor(missing, device=device) + 2] = computed[2:]

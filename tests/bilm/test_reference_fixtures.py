@@ -8,6 +8,12 @@ import torch
 
 from spacy_elmo.io import load_bilm
 
+# The reference tests use 1e-6, but that is the size of float32 rounding in this
+# network: measured, TensorFlow's own float32 output is 1.14e-6 from the same
+# network run in float64, and ours 1.35e-6. Which of two correct float32 kernels
+# MKL picks moves our worst case between 0.95e-6 and 1.19e-6.
+REFERENCE_ATOL = 2e-6
+
 
 def _expected(model_dir, sentences_file):
     sentences = json.loads((model_dir / sentences_file).read_text())
@@ -37,14 +43,14 @@ def _check_stateful(model, sentences, files):
 def test_allennlp_lm_embeddings_match_reference(allennlp_dir):
     model = load_bilm(allennlp_dir)
     sentences, files = _expected(allennlp_dir, "sentences.json")
-    assert _check_stateful(model, sentences, files) < 1e-6
+    assert _check_stateful(model, sentences, files) < REFERENCE_ATOL
 
 
 def test_bilm_tf_model_without_skip_connections_matches(bilm_tf_dir):
     model = load_bilm(bilm_tf_dir / "model")
     assert not model.config.use_skip_connections
     sentences, files = _expected(bilm_tf_dir / "model", "lm_embeddings_sentences.json")
-    assert _check_stateful(model, sentences, files) < 1e-6
+    assert _check_stateful(model, sentences, files) < REFERENCE_ATOL
 
 
 def test_state_reset_only_first_batch_matches(allennlp_dir):

@@ -1,0 +1,54 @@
+"""Regression: a sentence's layers changed in the last bits with its batch.
+
+The soak's probe doc drifted by up to 3.6e-6 between runs: MKL computes the
+rows of a product 1 to 3 rows high with another kernel than taller ones, and
+the LSTM's per-step products shrink to that height at the end of a batch (or
+start there, for a batch of 1 to 3 sentences). The recurrence now keeps
+every product at least `MIN_PRODUCT_ROWS` high, so with its token vectors
+fixed (the token cache) a sentence gets the same bits in any batch. The
+<S>/</S> vectors were the other half: recomputed with each batch's new tokens,
+they came out of products of varying height; the cache now keeps them too.
+"""
+import random
+
+import numpy
+
+from spacy_elmo.bilm.lstm import MIN_PRODUCT_ROWS
+from spacy_elmo.io import load_bilm
+
+PROBE = "The bank of the river was steep , but the bank in town was closed on Monday .".split()
+
+
+def test_sentence_layers_are_the_same_bits_in_any_batch(allennlp_dir):
+    model = load_bilm(allennlp_dir)
+    rng = random.Random(0)
+    others = [[rng.choice(PROBE) for _ in range(rng.randint(1, 30))] for _ in range(40)]
+    model.enable_cache(words=sorted(set(PROBE) | {t for s in others for t in s}))
+    alone = model.embed([PROBE])[0]
+    batches = [
+        [PROBE, others[0]],  # two rows: products 2 high without the padding rows
+        [others[1], PROBE, others[2]],
+        others[:5] + [PROBE],  # the probe is the longest row for its last steps
+        others + [PROBE],
+        [PROBE, PROBE],
+    ]
+    for batch in batches:
+        got = model.embed(batch)[batch.index(PROBE)]
+        assert numpy.array_equal(got, alone), float(numpy.abs(got - alone).max())
+    assert MIN_PRODUCT_ROWS >= 4
+
+
+def test_first_sight_and_cached_runs_agree_bit_for_bit(allennlp_dir):
+    """The soak's case: the probe's tokens and boundaries computed on first sight,
+    then reused while other batches bring new words."""
+    model = load_bilm(allennlp_dir)
+    model.enable_cache()
+    first = model.embed([PROBE])[0]
+    rng = random.Random(1)
+    words = ["river", "money", "account", "stream", "Tuesday", "shore", "loan", "x" * 40]
+    others = [[rng.choice(words + PROBE) for _ in range(rng.randint(1, 25))] for _ in range(30)]
+    for batch in ([others[0], PROBE], others + [PROBE], [PROBE]):
+        got = model.embed(batch)[batch.index(PROBE)]
+        assert numpy.array_equal(got, first), float(numpy.abs(got - first).max())
+    empty = model.embed([[]])[0]
+    assert empty.shape == (first.shape[0], 0, first.shape[2])
