@@ -157,23 +157,25 @@ class BiLM(nn.Module):
         if cache is None or self.training or torch.is_grad_enabled():
             return self._encode_uncached(tokens, with_boundaries=True)
         found, vectors, missing = cache.lookup(tokens)
-        # <S>/</S> come from the cache too: recomputed with the missing tokens of
-        # each batch they would differ in the last bits (MKL's kernel depends on
-        # the product's height), and so would every sentence's LSTM layers
-        if missing or cache.boundaries is None:
-            missing_tokens = [tokens[i] for i in missing]
-            computed = self._encode_uncached(missing_tokens, with_boundaries=True)
-            cache.add(missing_tokens, computed[2:])
-            if cache.boundaries is None:
-                cache.boundaries = computed[:2].detach()
-        if not found:
-            return torch.cat([cache.boundaries, computed[2:]]) if missing else cache.boundaries.clone()
+        # <S>/</S> are computed alone, once, and kept: recomputed beside each
+        # batch's new tokens they would differ in the last bits (MKL's kernel
+        # depends on the product's height), and so would every sentence's
+        # LSTM layers; computed beside whatever came first, they would depend
+        # on the history of this instance
+        if cache.boundaries is None:
+            cache.boundaries = self._encode_uncached([], with_boundaries=True).detach()
         boundaries = cache.boundaries
+        if missing:
+            missing_tokens = [tokens[i] for i in missing]
+            computed = self._encode_uncached(missing_tokens, with_boundaries=False)
+            cache.add(missing_tokens, computed)
+        if not found:
+            return torch.cat([boundaries, computed]) if missing else boundaries.clone()
         out = boundaries.new_empty((len(tokens) + 2, boundaries.shape[1]))
         out[:2] = boundaries
         device = out.device
         if missing:
-            out[torch.tensor(missing, device=device) + 2] = computed[2:]
+            out[torch.tensor(missing, device=device) + 2] = computed
         out[torch.tensor(found, device=device) + 2] = torch.stack(vectors).to(device=device, dtype=out.dtype)
         return out
 

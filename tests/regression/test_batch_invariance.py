@@ -7,7 +7,9 @@ start there, for a batch of 1 to 3 sentences). The recurrence now keeps
 every product at least `MIN_PRODUCT_ROWS` high, so with its token vectors
 fixed (the token cache) a sentence gets the same bits in any batch. The
 <S>/</S> vectors were the other half: recomputed with each batch's new tokens,
-they came out of products of varying height; the cache now keeps them too.
+they came out of products of varying height; they are now computed alone,
+once, and kept in the token cache (computed beside whatever came first, they
+broke the serialization round trips, which compare two instances).
 """
 import random
 
