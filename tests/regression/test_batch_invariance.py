@@ -17,6 +17,7 @@ import numpy
 
 from spacy_elmo.bilm.lstm import MIN_PRODUCT_ROWS
 from spacy_elmo.io import load_bilm
+from spacy_elmo.resources import default_model_path
 
 PROBE = "The bank of the river was steep , but the bank in town was closed on Monday .".split()
 
@@ -54,3 +55,22 @@ def test_first_sight_and_cached_runs_agree_bit_for_bit(allennlp_dir):
         assert numpy.array_equal(got, first), float(numpy.abs(got - first).max())
     empty = model.embed([[]])[0]
     assert empty.shape == (first.shape[0], 0, first.shape[2])
+
+
+def test_token_vectors_do_not_depend_on_the_other_new_tokens():
+    """Without the cache, a batch's new tokens are encoded together: the character
+    CNN groups them by length and the highway multiplies all of them, so the
+    products' heights follow the batch. They are padded to the encoder's
+    MIN_PRODUCT_ROWS rows. (The shipped biLM: the fixture's CNN is too small to
+    reach MKL's other kernels.)"""
+    import torch
+
+    model = load_bilm(default_model_path())
+    rng = random.Random(3)
+    letters = "abcdefghijklmnopqrstuvwxyzAEIOU-'0123456789éß"
+    vocab = list(dict.fromkeys("".join(rng.choice(letters) for _ in range(rng.randint(1, 16))) for _ in range(400)))
+    with torch.no_grad():
+        full = model._encode_uncached(vocab, with_boundaries=False)
+        for height in (1, 2, 5, 17, 43, 64, 150):
+            part = model._encode_uncached(vocab[:height], with_boundaries=False)
+            assert torch.equal(part, full[:height]), (height, float((part - full[:height]).abs().max()))
