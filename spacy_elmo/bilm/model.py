@@ -157,11 +157,9 @@ class BiLM(nn.Module):
         if cache is None or self.training or torch.is_grad_enabled():
             return self._encode_uncached(tokens, with_boundaries=True)
         found, vectors, missing = cache.lookup(tokens)
-        # <S>/</S> are computed alone, once, and kept: recomputed beside each
-        # batch's new tokens they would differ in the last bits (MKL's kernel
-        # depends on the product's height), and so would every sentence's
-        # LSTM layers; computed beside whatever came first, they would depend
-        # on the history of this instance
+        # <S>/</S> are computed alone, once, and kept, like every cached token:
+        # the same bits whatever batch or history (see the regression test
+        # tests/regression/test_batch_invariance.py)
         if cache.boundaries is None:
             cache.boundaries = self._encode_uncached([], with_boundaries=True).detach()
         boundaries = cache.boundaries
