@@ -28,13 +28,16 @@ bias copy cost more than its product), then gate math done in place with
 tanh as 2 sigmoid(2x) - 1, because PyTorch's CPU tanh costs about three
 sigmoids (details in `_recurrence_inference`). 1.6x the previous loop on the
 small shapes (benchmarks/RESULTS.md); results agree with the gradient path
-to ~3e-7 in float32.
+to ~3e-7 in float32. On x86 CPUs the products go through oneDNN with the
+sigmoid fused into them (`onednn.py`), another 1.1-1.2x on the LSTMs; MKL's
+`baddbmm` over both directions elsewhere.
 """
 from typing import List, NamedTuple, Optional, Sequence, Tuple
 
 import torch
 from torch import nn
 
+from . import onednn
 from .config import BiLMConfig
 
 # published (TensorFlow) order i, j, f, o  ->  internal order i, f, o, j
@@ -181,8 +184,10 @@ class BiLSTMStack(nn.Module):
         return torch.cat([w_ih, w_hh], dim=1).mul_(scale), (bias + _forget_offset(H, like)) * scale
 
 
-# see `_recurrence_inference`: products at least this high are row-invariant in MKL
+# see `_recurrence_inference_mkl`: products at least this high are row-invariant in MKL
 MIN_PRODUCT_ROWS = 8
+# see `_recurrence_inference_onednn`: product heights are multiples of this
+ONEDNN_ROW_GRANULE = 8
 
 
 def _forget_offset(hidden: int, like: torch.Tensor) -> torch.Tensor:
@@ -201,6 +206,22 @@ def _active_counts(lengths: Sequence[int], time: int) -> List[int]:
     return counts
 
 
+def _cell_update(gates, c2, cell_clip):
+    """The cell from the gates' sigmoids (i, f, o and j scaled by 2): new doubled cell and m.
+
+    With s_j = sigmoid(2 z_j), tanh(z_j) = 2 s_j - 1, so the doubled cell
+    c2' = f c2 + 2 i tanh(z_j) = f c2 + 4 i s_j - 2 i; and o tanh(c) =
+    2 o (sigmoid(c2) - 1/2), the 2 being folded into the projection weights.
+    """
+    s_i, s_f, s_o, s_j = gates.chunk(4, dim=-1)
+    c2 = c2 * s_f
+    c2.addcmul_(s_i, s_j, value=4.0).sub_(s_i, alpha=2.0)
+    if cell_clip:
+        c2.clamp_(-2.0 * cell_clip, 2.0 * cell_clip)
+    m = torch.sigmoid(c2).sub_(0.5).mul_(s_o)
+    return c2, m
+
+
 def _recurrence_inference(inputs, h0, c0, w_stacked, bias, w_proj, lengths, clips):
     """One layer without autograd: per step, one product of `[x_t, h]` with `[W_ih; W_hh]`.
 
@@ -211,6 +232,64 @@ def _recurrence_inference(inputs, h0, c0, w_stacked, bias, w_proj, lengths, clip
     tanh(c) = 2 sigmoid(c2) - 1 needs no scaling pass, and the projection
     weights are doubled so that m = o (sigmoid(c2) - 1/2) projects to o tanh(c)
     W_proj: seven passes over the cell per step instead of ten.
+
+    The products go through oneDNN where it is usable (`onednn.py`: the
+    sigmoid fused into the product, 1.2x on the LSTMs), else through MKL's
+    `baddbmm` with both directions batched.
+    """
+    if onednn.usable(inputs):
+        return _recurrence_inference_onednn(inputs, h0, c0, w_stacked, bias, w_proj, lengths, clips)
+    return _recurrence_inference_mkl(inputs, h0, c0, w_stacked, bias, w_proj, lengths, clips)
+
+
+def _recurrence_inference_onednn(inputs, h0, c0, w_stacked, bias, w_proj, lengths, clips):
+    """`_recurrence_inference` on oneDNN: one direction at a time, the sigmoid fused into the product.
+
+    oneDNN's rows are the same bits at every product height, but it builds a
+    kernel for each new shape (about 0.5 ms) and keeps the last 1,024: the
+    heights are rounded up to a multiple of ONEDNN_ROW_GRANULE (finished or
+    scratch rows fill up), so that a few dozen shapes serve every batch.
+    """
+    _, batch, time, P = inputs.shape
+    H = w_stacked.shape[2] // 4
+    cell_clip, proj_clip = clips
+    max_len = lengths[0] if lengths else 0
+    counts = _active_counts(lengths, max_len)
+    out = inputs.new_zeros((2, batch, time, P))
+    h_n, c_n = h0.clone(), c0.clone()
+    granule = ONEDNN_ROW_GRANULE
+    rows = -(-batch // granule) * granule
+    for d in range(2):
+        w_gates = onednn.pack(w_stacked[d].t())
+        w_out = onednn.pack(w_proj[d].t() * 2.0)
+        bias_d = bias[d].reshape(-1).contiguous()
+        xh = inputs.new_zeros((rows, 2 * P))  # [x_t, h_{t-1}] of the active rows
+        xh[:batch, P:] = h0[d]
+        c2 = inputs.new_zeros((rows, H))
+        c2[:batch] = c0[d] * 2.0
+        x_d, out_d = inputs[d], out[d]
+        for t in range(max_len):
+            a = counts[t]
+            height = min(rows, -(-a // granule) * granule)
+            xa = xh[:height]
+            xa[:a, :P] = x_d[:a, t]
+            gates = onednn.linear(xa, w_gates, bias_d, "sigmoid")
+            c2, m = _cell_update(gates, c2[:height], cell_clip)
+            h = onednn.linear(m, w_out)
+            if proj_clip:
+                h.clamp_(-proj_clip, proj_clip)
+            out_d[:a, t] = h[:a]
+            xa[:, P:] = h
+            # rows whose last step this is keep their final state
+            end = counts[t + 1] if t + 1 < max_len else 0
+            if end < a:
+                h_n[d, end:a] = h[end:a]
+                c_n[d, end:a] = c2[end:a] * 0.5
+    return out, h_n, c_n
+
+
+def _recurrence_inference_mkl(inputs, h0, c0, w_stacked, bias, w_proj, lengths, clips):
+    """`_recurrence_inference` on MKL, both directions in one `baddbmm` per step.
 
     Batch invariance: MKL computes a product's rows with another kernel when
     the matrix is 1 to 3 rows high (measured: rows differ in the last bits,
@@ -228,8 +307,6 @@ def _recurrence_inference(inputs, h0, c0, w_stacked, bias, w_proj, lengths, clip
     w_proj2 = w_proj * 2.0
     out = inputs.new_zeros((2, batch, time, P))
     h_n, c_n = h0.clone(), c0.clone()
-    # Products are never fewer than MIN_PRODUCT_ROWS rows high (finished or scratch
-    # rows fill up), so a row's numbers do not depend on what it is batched with.
     rows = max(batch, MIN_PRODUCT_ROWS)
     xh = inputs.new_zeros((2, rows, 2 * P))  # [x_t, h_{t-1}] of the active rows
     xh[:, :batch, P:] = h0
@@ -241,13 +318,7 @@ def _recurrence_inference(inputs, h0, c0, w_stacked, bias, w_proj, lengths, clip
         xa = xh[:, :height]
         xa[:, :a, :P] = inputs[:, :a, t]
         gates = torch.baddbmm(bias, xa, w_stacked).sigmoid_()
-        s_i, s_f, s_o, s_j = gates.chunk(4, dim=-1)
-        # c2' = f c2 + 2 i tanh(z_j) = f c2 + 4 i s_j - 2 i
-        c2 = c2[:, :height] * s_f
-        c2.addcmul_(s_i, s_j, value=4.0).sub_(s_i, alpha=2.0)
-        if cell_clip:
-            c2.clamp_(-2.0 * cell_clip, 2.0 * cell_clip)
-        m = torch.sigmoid(c2).sub_(0.5).mul_(s_o)
+        c2, m = _cell_update(gates, c2[:, :height], cell_clip)
         h = torch.bmm(m, w_proj2)
         if proj_clip:
             h.clamp_(-proj_clip, proj_clip)

@@ -1,4 +1,5 @@
 """The fused recurrence equals plain autograd, and the state semantics hold."""
+import pytest
 import torch
 
 from spacy_elmo.bilm import BiLMConfig, BiLSTMStack, LSTMState
@@ -91,3 +92,35 @@ def test_no_grad_path_float32_within_reference_tolerance():
     b, _ = stack(x.clone().requires_grad_(), lengths)
     for p, q in zip(a, b):
         torch.testing.assert_close(p, q.detach(), rtol=0, atol=1e-6)
+
+
+def test_onednn_and_mkl_inference_paths_agree(monkeypatch):
+    """Inference runs on oneDNN where usable (float32 CPU), else on MKL: same numbers."""
+    from spacy_elmo.bilm import onednn
+
+    stack = _stack().float()
+    x = torch.randn(2, 9, 25, 4) * 2
+    with torch.no_grad():
+        if not onednn.usable(x):
+            pytest.skip("this PyTorch build has no oneDNN linear operators (or they are disabled)")
+    lengths = torch.tensor([25, 3, 0, 1, 25, 7, 8, 15, 2])
+    state = LSTMState(tuple(torch.randn(2, 9, 4) for _ in range(2)), tuple(torch.randn(2, 9, 8) for _ in range(2)))
+    with torch.no_grad():
+        dnn, final_dnn = stack(x, lengths, state)
+        monkeypatch.setattr(onednn, "ENABLED", False)
+        assert not onednn.usable(x)
+        mkl, final_mkl = stack(x, lengths, state)
+    for p, q in zip([*dnn, *final_dnn.h, *final_dnn.c], [*mkl, *final_mkl.h, *final_mkl.c]):
+        torch.testing.assert_close(p, q, rtol=0, atol=1e-6)
+    assert torch.equal(final_dnn.c[1][:, 2], state.c[1][:, 2])  # an empty row keeps its state
+
+
+def test_onednn_is_used_only_where_it_applies():
+    from spacy_elmo.bilm import onednn
+
+    x = torch.zeros(3, 4)
+    with torch.no_grad():
+        assert not onednn.usable(x.double())
+        with torch.autocast("cpu", dtype=torch.bfloat16):
+            assert not onednn.usable(x)
+    assert not onednn.usable(x)  # gradients on: the training path

@@ -14,7 +14,9 @@ broke the serialization round trips, which compare two instances).
 import random
 
 import numpy
+import pytest
 
+from spacy_elmo.bilm import onednn
 from spacy_elmo.bilm.lstm import MIN_PRODUCT_ROWS
 from spacy_elmo.io import load_bilm
 from spacy_elmo.resources import default_model_path
@@ -22,7 +24,11 @@ from spacy_elmo.resources import default_model_path
 PROBE = "The bank of the river was steep , but the bank in town was closed on Monday .".split()
 
 
-def test_sentence_layers_are_the_same_bits_in_any_batch(allennlp_dir):
+@pytest.mark.parametrize("use_onednn", [True, False])
+def test_sentence_layers_are_the_same_bits_in_any_batch(allennlp_dir, monkeypatch, use_onednn):
+    """Both product paths: oneDNN (rows invariant at any height, heights rounded
+    to a granule) and MKL (products kept at least MIN_PRODUCT_ROWS high)."""
+    monkeypatch.setattr(onednn, "ENABLED", use_onednn)
     model = load_bilm(allennlp_dir)
     rng = random.Random(0)
     others = [[rng.choice(PROBE) for _ in range(rng.randint(1, 30))] for _ in range(40)]

@@ -1,0 +1,55 @@
+"""oneDNN's linear product with a fused activation, for inference on CPU.
+
+PyTorch's x86 builds carry oneDNN next to MKL and expose its linear
+primitive (prepacked weights, an activation applied while the output is still
+in cache) as `torch.ops.mkldnn`, the operators `torch.compile` emits for
+frozen CPU graphs. At the biLM's shapes it beats `addmm` followed by a
+separate activation pass: measured on 2 threads, a [256, 256] x [256, 4096]
+LSTM step product with its sigmoid ran 1.37x faster, and the LSTMs as a whole
+1.1-1.2x (benchmarks/RESULTS.md). Its rows are also the same bits whatever the
+product's height (measured for every height from 1 to 1,200 on 1 and 2
+threads), where MKL switches kernels below 4 rows.
+
+Used only without autograd, for float32 CPU tensors outside autocast, where
+the operators exist and `torch.backends.mkldnn` is enabled; everything else
+takes the plain PyTorch path. `ENABLED = False` switches it off (for A/B
+runs and for the tests that compare both paths).
+"""
+from typing import Optional
+
+import torch
+
+ENABLED = True
+
+try:
+    _LINEAR = torch.ops.mkldnn._linear_pointwise
+    _PACK = torch.ops.mkldnn._reorder_linear_weight
+except (AttributeError, RuntimeError):  # a build without oneDNN
+    _LINEAR = _PACK = None
+
+
+def usable(x: torch.Tensor) -> bool:
+    """Whether `x` may go through oneDNN's linear product here."""
+    return (
+        ENABLED
+        and _LINEAR is not None
+        and torch.backends.mkldnn.is_available()
+        and torch.backends.mkldnn.enabled
+        and x.device.type == "cpu"
+        and x.dtype == torch.float32
+        and not torch.is_grad_enabled()
+        and not torch.is_autocast_enabled("cpu")
+    )
+
+
+def pack(weight: torch.Tensor) -> torch.Tensor:
+    """A weight laid out as (out, in), reordered once into oneDNN's blocked format."""
+    return _PACK(weight.detach().contiguous(), None)
+
+
+def linear(x: torch.Tensor, packed: torch.Tensor, bias: Optional[torch.Tensor] = None, activation: str = "none") -> torch.Tensor:
+    """`activation(x @ W.T + bias)` with W packed by `pack`; activation: "none", "sigmoid" or "relu"."""
+    return _LINEAR(x, packed, bias, activation, [], "")
+
+
+__all__ = ["ENABLED", "linear", "pack", "usable"]
