@@ -189,6 +189,8 @@ class BiLM(nn.Module):
         `state` is the initial LSTM state per row; by default zeros, or in
         `stateful` mode the state each row ended the previous call with.
         """
+        if not keep_boundaries and state is None and not self.stateful and not torch.is_grad_enabled():
+            return self._forward_tokens_only(sentences)
         batch = len(sentences)
         vocab: Dict[str, int] = {}
         rows = [[vocab.setdefault(t, len(vocab) + 2) for t in s] for s in sentences]
@@ -200,21 +202,44 @@ class BiLM(nn.Module):
             index[0, b, : len(seq)] = seq
             index[1, b, : len(seq)] = seq[::-1]
         inputs, outputs, _ = self.run(list(vocab), index, lengths_list, state)
-        device = inputs.device
+        stacked = _stack_layers(inputs, outputs, lengths_list)
         lengths = torch.tensor(lengths_list, dtype=torch.long)
-        mask = (torch.arange(time)[None, :] < lengths[:, None]).to(device)
-        reverse = _reverse_index(lengths_list, time).to(device)
-        layers = [torch.cat([inputs[0], inputs[0]], dim=-1) * mask[..., None].to(inputs.dtype)]
-        for out in outputs:
-            backward = out[1].gather(1, reverse[..., None].expand(-1, -1, out.shape[-1]))
-            layers.append(torch.cat([out[0], backward], dim=-1))
-        stacked = torch.stack(layers)
+        device = inputs.device
         if keep_boundaries:
             return BiLMOutput(stacked, lengths.to(device))
         inner = lengths - 2
         inner_mask = (torch.arange(time - 2)[None, :] < inner[:, None]).to(device)
         stacked = stacked[:, :, 1:-1] * inner_mask[None, :, :, None].to(stacked.dtype)
         return BiLMOutput(stacked, inner.to(device))
+
+    def _forward_tokens_only(self, sentences: Sequence[Sequence[str]]) -> BiLMOutput:
+        """Inference from the zero state, boundaries dropped: the same bits, two steps fewer per row.
+
+        Every row's first step reads <S> (forward) or </S> (backward) from the
+        zero state, so the state after it is the same for all rows: it is
+        computed once, alone, and every row starts from it. The last step
+        reads the other boundary, whose outputs are dropped: it is not run.
+        For EWT's sentences (15 tokens on average) that is 12% of the LSTMs'
+        work. The products' rows do not depend on their height (see
+        `lstm.py`), so the numbers are those of the full run, bit for bit.
+        """
+        batch = len(sentences)
+        vocab: Dict[str, int] = {}
+        rows = [[vocab.setdefault(t, len(vocab) + 2) for t in s] for s in sentences]
+        lengths_list = [len(r) for r in rows]
+        index = numpy.zeros((2, batch, max(lengths_list, default=0)), dtype=numpy.int64)
+        for b, r in enumerate(rows):
+            index[0, b, : len(r)] = r
+            index[1, b, : len(r)] = r[::-1]
+        token_vectors = self.encode_tokens(list(vocab))
+        device = token_vectors.device
+        first = token_vectors[torch.tensor([[[0]], [[1]]], device=device)]  # (2, 1, 1, dim): <S> / </S>
+        _, start = self.lstm(first, torch.tensor([1]))
+        start = start.select(torch.zeros(batch, dtype=torch.long, device=device))
+        inputs = token_vectors[torch.from_numpy(index).to(device)]
+        outputs, _ = self.lstm(inputs, torch.tensor(lengths_list, dtype=torch.long), start)
+        stacked = _stack_layers(inputs, outputs, lengths_list)
+        return BiLMOutput(stacked, torch.tensor(lengths_list, dtype=torch.long, device=device))
 
     def run(
         self,
@@ -326,6 +351,23 @@ def length_sorted_batches(lengths: Sequence[int], batch_tokens: int, max_batch_s
         longest = longest_if_added
     if batch:
         yield batch
+
+
+def _stack_layers(inputs: torch.Tensor, outputs: List[torch.Tensor], lengths: Sequence[int]) -> torch.Tensor:
+    """(L+1, batch, time, width) in reading order from processing-order LSTM outputs.
+
+    Layer 0 is the token vector twice (masked past each row's length); the
+    backward direction's outputs are reversed within each row.
+    """
+    time = inputs.shape[2]
+    device = inputs.device
+    mask = torch.arange(time)[None, :] < torch.tensor(list(lengths), dtype=torch.long)[:, None]
+    reverse = _reverse_index(lengths, time).to(device)
+    layers = [torch.cat([inputs[0], inputs[0]], dim=-1) * mask.to(device)[..., None].to(inputs.dtype)]
+    for out in outputs:
+        backward = out[1].gather(1, reverse[..., None].expand(-1, -1, out.shape[-1]))
+        layers.append(torch.cat([out[0], backward], dim=-1))
+    return torch.stack(layers)
 
 
 def _reverse_index(lengths: Sequence[int], time: int) -> torch.Tensor:

@@ -1,5 +1,6 @@
 """Default mode: a token's vectors do not depend on its batch or on earlier calls."""
 import numpy
+import pytest
 import torch
 
 from spacy_elmo.bilm import BiLM, BiLMConfig, length_sorted_batches
@@ -43,6 +44,30 @@ def test_keep_boundaries(allennlp_bilm):
         outer = allennlp_bilm([["a", "b"]], keep_boundaries=True)
     assert outer.layers.shape[2] == inner.layers.shape[2] + 2
     torch.testing.assert_close(outer.layers[:, 0, 1:3], inner.layers[:, 0])
+
+
+@pytest.mark.parametrize("onednn_enabled", [True, False])
+@pytest.mark.parametrize("cached", [True, False])
+def test_inference_without_boundary_steps_is_the_full_run_bit_for_bit(
+    allennlp_dir, ewt_sentences, monkeypatch, onednn_enabled, cached
+):
+    """Without gradients the first step (the same for every row) is computed once
+    and the last (a boundary whose outputs are dropped) is skipped: same bits."""
+    from spacy_elmo.bilm import onednn
+    from spacy_elmo.io import load_bilm
+
+    monkeypatch.setattr(onednn, "ENABLED", onednn_enabled)
+    model = load_bilm(allennlp_dir)
+    if cached:
+        model.enable_cache()
+    sentences = [["word"], [], *ewt_sentences[:12], ["two", "words"]]
+    with torch.no_grad():
+        trimmed = model(sentences)
+        full = model(sentences, keep_boundaries=True)
+    assert trimmed.lengths.tolist() == [len(s) for s in sentences]
+    for i, n in enumerate(trimmed.lengths.tolist()):
+        assert torch.equal(trimmed.layers[:, i, :n], full.layers[:, i, 1 : n + 1]), i
+        assert not trimmed.layers[:, i, n:].any()
 
 
 def test_huge_and_empty_tokens_get_ids_and_vectors(allennlp_bilm):
