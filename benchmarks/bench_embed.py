@@ -10,6 +10,9 @@ Sections:
   original  published "original" shapes (LSTM 4096/512, 2 highways)
   memory    peak RSS embedding all of EWT train with `embed`, sampled along the way
   profile   where the time goes, per stage (small shapes)
+  ab        the inference speed-ups one at a time: `embed` (small shapes, token
+            cache on, HDF5 written) with each switched off and on, runs
+            alternating in one process, median per setting (--ab-runs)
   gpu       float32 and bfloat16 on CUDA, original shapes (skipped without CUDA)
 
 Random weights of the published shapes; no weight files needed. Each section
@@ -21,6 +24,7 @@ machine: nothing else may share the cores.
 import argparse
 import json
 import os
+import statistics
 import subprocess
 import sys
 import tempfile
@@ -220,6 +224,62 @@ def section_profile(args) -> str:
     )
 
 
+def section_ab(args) -> str:
+    from spacy_elmo.bilm import BiLM, onednn
+    from spacy_elmo.io.dump import embed_file
+
+    model = random_model("small")
+    sentences = ewt_sentences(args.sentences)
+    n_tokens = sum(map(len, sentences))
+
+    def full_forward(batch, keep_boundaries=False, state=None):
+        # an explicit zero state takes the full path: every row runs its <S> and </S> steps
+        if state is None:
+            state = model.lstm.zero_state(len(batch), model.token_encoder.char_embed)
+        return BiLM.forward(model, batch, keep_boundaries=keep_boundaries, state=state)
+
+    def configure(use_onednn: bool, skip_boundary_steps: bool) -> None:
+        onednn.ENABLED = use_onednn
+        if skip_boundary_steps:
+            model.__dict__.pop("forward", None)
+        else:
+            model.forward = full_forward
+
+    settings = {
+        "MKL products, every boundary step": (False, False),
+        "oneDNN products (sigmoid fused)": (True, False),
+        "oneDNN + boundary steps skipped (default)": (True, True),
+    }
+    speeds = {name: [] for name in settings}
+    rate_before = matmul_rate()
+    with tempfile.TemporaryDirectory() as tmp:
+        text = Path(tmp) / "in.txt"
+        text.write_text("\n".join(" ".join(s) for s in sentences) + "\n", encoding="utf-8")
+        for _ in range(args.ab_runs):
+            for name, setting in settings.items():
+                configure(*setting)
+                model.enable_cache(50_000)
+                _, t = _timed(lambda: embed_file(model, text, Path(tmp) / "out.hdf5", overwrite=True))
+                speeds[name].append(n_tokens / t)
+                model.disable_cache()
+    configure(True, True)
+    rate = max(rate_before, matmul_rate())
+    base = speeds["MKL products, every boundary step"]
+    rows = []
+    for name, values in speeds.items():
+        ratios = [v / b for v, b in zip(values, base)]
+        rows.append([name, f"{statistics.median(values):,.0f}", f"{statistics.median(ratios):.2f}x",
+                     ", ".join(f"{r:.2f}" for r in ratios)])
+    target = 10_000 * rate / 180e9
+    return (
+        f"### A/B: `embed`, small shapes, {len(sentences):,} sentences ({n_tokens:,} tokens), "
+        f"{args.ab_runs} alternating runs per setting\n\n"
+        + table(rows, ["setting", "median tokens/s", "median ratio to the first", "per-run ratios"])
+        + f"\n\nMatmul rate (higher of before/after): {rate / 1e9:.1f} GFLOP/s; the goal scaled to it: "
+        f"{target:,.0f} tokens/s.\n"
+    )
+
+
 def section_gpu(args) -> str:
     if not torch.cuda.is_available():
         return "### GPU\n\nSkipped: CUDA is not available on this machine.\n"
@@ -242,12 +302,13 @@ def section_gpu(args) -> str:
 
 
 SECTIONS = {"small": section_small, "original": section_original, "memory": section_memory,
-            "profile": section_profile, "gpu": section_gpu}
+            "profile": section_profile, "ab": section_ab, "gpu": section_gpu}
 
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--sections", default="small,original,memory,profile,gpu")
+    parser.add_argument("--sections", default="small,original,memory,profile,ab,gpu")
+    parser.add_argument("--ab-runs", type=int, default=3, help="runs per setting in the ab section")
     parser.add_argument("--sentences", type=int, default=6000)
     parser.add_argument("--reference-sentences", type=int, default=640)
     parser.add_argument("--original-sentences", type=int, default=500)
