@@ -6,7 +6,8 @@
 Sections:
   small     published "small" shapes on the first 6,000 EWT train sentences:
             the reference-style forward pass, ours without token cache, and
-            the end-to-end `embed` path (token cache on, HDF5 written)
+            the end-to-end `embed` path (token cache on, HDF5 written), run
+            --e2e-runs times, each between two samples of the matmul rate
   original  published "original" shapes (LSTM 4096/512, 2 highways)
   memory    peak RSS embedding all of EWT train with `embed`, sampled along the way
   profile   where the time goes, per stage (small shapes)
@@ -77,31 +78,42 @@ def section_small(args) -> str:
 
     from spacy_elmo.io.dump import embed_file
 
+    # `embed` several times, each run between two samples of the matmul rate: on this
+    # shared machine the rate drifts by tens of percent within minutes, so each run is
+    # held to the higher rate around it, and the verdict is the median over runs
+    e2e_runs = []
     with tempfile.TemporaryDirectory() as tmp:
         text = Path(tmp) / "in.txt"
         text.write_text("\n".join(" ".join(s) for s in sentences) + "\n", encoding="utf-8")
-        model.enable_cache(50_000)
-        _, t = _timed(lambda: embed_file(model, text, Path(tmp) / "out.hdf5"))
-        e2e = n_tokens / t
-        model.disable_cache()
-    # this shared machine's rate drifts by tens of percent within minutes: measure it
-    # before and after, and hold every variant to the higher of the two
+        for _ in range(args.e2e_runs):
+            before = matmul_rate(seconds=1.0)
+            model.enable_cache(50_000)
+            _, t = _timed(lambda: embed_file(model, text, Path(tmp) / "out.hdf5", overwrite=True))
+            model.disable_cache()
+            after = matmul_rate(seconds=1.0)
+            e2e_runs.append((n_tokens / t, max(before, after)))
+    e2e = statistics.median(speed for speed, _ in e2e_runs)
+    reached = [speed / (10_000 * r / 180e9) for speed, r in e2e_runs]
     rate_after = matmul_rate()
-    rate = max(rate_before, rate_after)
+    rate = max([rate_before, rate_after] + [r for _, r in e2e_runs])
     variants = [("reference-style (batches of 64)", ref_tokens, ref_rate), ("ours, no token cache", n_tokens, ours),
-                ("ours, `embed` end to end (cache on, HDF5 written)", n_tokens, e2e)]
+                (f"ours, `embed` end to end (cache on, HDF5 written; median of {len(e2e_runs)})", n_tokens, e2e)]
     rows = [[name, tokens, f"{speed:,.0f}", f"{speed * flops / 1e9:.1f}", f"{speed * flops / rate:.1%}",
              f"{speed / ref_rate:.1f}x"] for name, tokens, speed in variants]
-    target = 10_000 * rate / 180e9
     header = ["variant", "tokens", "tokens/s", "useful GFLOP/s", "of matmul rate", "vs reference"]
+    runs = "; ".join(
+        f"{speed:,.0f} tokens/s at {r / 1e9:.1f} GFLOP/s (goal {10_000 * r / 180e9:,.0f}): {f:.0%}"
+        for (speed, r), f in zip(e2e_runs, reached)
+    )
     return (
         f"### Published small shapes, {len(sentences):,} EWT train sentences ({n_tokens:,} tokens)\n\n"
-        f"Matmul rate measured in this run: {rate_before / 1e9:.1f} GFLOP/s fp32 before, {rate_after / 1e9:.1f} after; "
-        f"fractions and the goal use the higher, {rate / 1e9:.1f}. Useful work: {flops / 1e6:.1f} MFLOP/token. "
+        f"Matmul rate measured in this run: {rate_before / 1e9:.1f} GFLOP/s fp32 at the start, {rate_after / 1e9:.1f} "
+        f"at the end, {min(r for _, r in e2e_runs) / 1e9:.1f}-{max(r for _, r in e2e_runs) / 1e9:.1f} around the `embed` runs; "
+        f"the fractions use the highest, {rate / 1e9:.1f}. Useful work: {flops / 1e6:.1f} MFLOP/token. "
         f"Max |difference| ours vs reference-style on 64 sentences: {diff:.1e}.\n\n"
         + table(rows, header)
-        + f"\n\nGoal for `embed` scaled to this machine's rate: {target:,.0f} tokens/s (10,000 at 180 GFLOP/s), "
-        f"reached: {e2e / target:.0%}; "
+        + "\n\nGoal for `embed` (10,000 tokens/s at 180 GFLOP/s), each run held to the higher rate measured "
+        f"just before and after it: {runs}. **Median reached: {statistics.median(reached):.0%}**; "
         f"end to end / no cache = {e2e / ours:.2f}.\n"
     )
 
@@ -309,6 +321,7 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--sections", default="small,original,memory,profile,ab,gpu")
     parser.add_argument("--ab-runs", type=int, default=3, help="runs per setting in the ab section")
+    parser.add_argument("--e2e-runs", type=int, default=3, help="`embed` runs in the small section")
     parser.add_argument("--sentences", type=int, default=6000)
     parser.add_argument("--reference-sentences", type=int, default=640)
     parser.add_argument("--original-sentences", type=int, default=500)

@@ -314,23 +314,36 @@ class BiLM(nn.Module):
         max_batch_sentences: int = EMBED_BATCH_SENTENCES,
         precision: str = "float32",
     ) -> Iterator[Tuple[List[int], List[numpy.ndarray]]]:
-        """Like `embed`, yielding (input positions, arrays) one batch at a time."""
+        """Like `embed`, yielding (input positions, arrays) one batch at a time.
+
+        A sentence that occurs more than once is computed once (its layers do
+        not depend on the batch, so every occurrence gets the same numbers);
+        each occurrence gets its own array.
+        """
         if self.stateful:
             raise ValueError("embed() sorts sentences, which stateful mode forbids; call forward() in order")
         empty = numpy.zeros((self.n_layers, 0, self.width), dtype=numpy.float32)
-        nonempty = [i for i, s in enumerate(sentences) if len(s)]
         empties = [i for i, s in enumerate(sentences) if not len(s)]
         if empties:
             yield empties, [empty.copy() for _ in empties]
+        occurrences: Dict[Tuple[str, ...], List[int]] = {}
+        for i, sentence in enumerate(sentences):
+            if len(sentence):
+                occurrences.setdefault(tuple(sentence), []).append(i)
+        distinct = list(occurrences.values())
         was_training = self.training
         self.eval()
         try:
             with torch.no_grad(), _autocast(self.device, precision):
-                for batch in length_sorted_batches([len(sentences[i]) for i in nonempty], batch_tokens, max_batch_sentences):
-                    indices = [nonempty[i] for i in batch]
-                    output = self.forward([sentences[i] for i in indices])
+                for batch in length_sorted_batches([len(sentences[d[0]]) for d in distinct], batch_tokens, max_batch_sentences):
+                    output = self.forward([sentences[distinct[k][0]] for k in batch])
                     layers = output.layers.float().cpu().numpy()
-                    arrays = [numpy.ascontiguousarray(layers[:, k, :n]) for k, n in enumerate(output.lengths.tolist())]
+                    indices, arrays = [], []
+                    for row, (k, n) in enumerate(zip(batch, output.lengths.tolist())):
+                        array = numpy.ascontiguousarray(layers[:, row, :n])
+                        for j, i in enumerate(distinct[k]):
+                            indices.append(i)
+                            arrays.append(array if j == 0 else array.copy())
                     yield indices, arrays
         finally:
             self.train(was_training)

@@ -70,6 +70,27 @@ def test_inference_without_boundary_steps_is_the_full_run_bit_for_bit(
         assert not trimmed.layers[:, i, n:].any()
 
 
+def test_repeated_sentences_are_computed_once_and_each_gets_its_own_array(allennlp_bilm, ewt_sentences, monkeypatch):
+    sentences = ewt_sentences[:6]
+    repeated = [sentences[0], sentences[1], [], sentences[0], list(sentences[1]), sentences[2], sentences[0], []]
+    computed = []
+    forward = type(allennlp_bilm).forward
+
+    def counting_forward(batch, *args, **kwargs):
+        computed.extend(tuple(s) for s in batch)
+        return forward(allennlp_bilm, batch, *args, **kwargs)
+
+    monkeypatch.setattr(allennlp_bilm, "forward", counting_forward)
+    out = allennlp_bilm.embed(repeated)
+    assert sorted(computed) == sorted({tuple(s) for s in repeated if s})
+    alone = [allennlp_bilm.embed([s])[0] for s in repeated]
+    for got, expected in zip(out, alone):
+        numpy.testing.assert_array_equal(got, expected)
+    assert out[0] is not out[3] and out[3] is not out[6] and out[1] is not out[4]
+    out[3][:] = 0.0  # writing into one occurrence leaves the others alone
+    assert out[0].any() and out[6].any()
+
+
 def test_huge_and_empty_tokens_get_ids_and_vectors(allennlp_bilm):
     out = allennlp_bilm.embed([["x" * 10_000, "", "é" * 100, "\ud800"]])[0]
     assert out.shape == (3, 4, 32) and numpy.isfinite(out).all()
