@@ -206,20 +206,20 @@ def _active_counts(lengths: Sequence[int], time: int) -> List[int]:
     return counts
 
 
-def _cell_update(gates, c2, cell_clip):
-    """The cell from the gates' sigmoids (i, f, o and j scaled by 2): new doubled cell and m.
+def _cell_update(gates, c2, m, cell_clip):
+    """The cell from the gates' sigmoids (i, f, o and j scaled by 2), in place.
 
-    With s_j = sigmoid(2 z_j), tanh(z_j) = 2 s_j - 1, so the doubled cell
-    c2' = f c2 + 2 i tanh(z_j) = f c2 + 4 i s_j - 2 i; and o tanh(c) =
-    2 o (sigmoid(c2) - 1/2), the 2 being folded into the projection weights.
+    c2 (the doubled cell) is updated and m (o tanh(c), halved) written into
+    the given buffers, so a step allocates nothing here. With s_j =
+    sigmoid(2 z_j), tanh(z_j) = 2 s_j - 1, so the doubled cell c2' = f c2 +
+    2 i tanh(z_j) = f c2 + 4 i s_j - 2 i; and o tanh(c) = 2 o (sigmoid(c2) -
+    1/2), the 2 being folded into the projection weights.
     """
     s_i, s_f, s_o, s_j = gates.chunk(4, dim=-1)
-    c2 = c2 * s_f
-    c2.addcmul_(s_i, s_j, value=4.0).sub_(s_i, alpha=2.0)
+    c2.mul_(s_f).addcmul_(s_i, s_j, value=4.0).sub_(s_i, alpha=2.0)
     if cell_clip:
         c2.clamp_(-2.0 * cell_clip, 2.0 * cell_clip)
-    m = torch.sigmoid(c2).sub_(0.5).mul_(s_o)
-    return c2, m
+    torch.sigmoid(c2, out=m).sub_(0.5).mul_(s_o)
 
 
 def _recurrence_inference(inputs, h0, c0, w_stacked, bias, w_proj, lengths, clips):
@@ -267,6 +267,7 @@ def _recurrence_inference_onednn(inputs, h0, c0, w_stacked, bias, w_proj, length
         xh[:batch, P:] = h0[d]
         c2 = inputs.new_zeros((rows, H))
         c2[:batch] = c0[d] * 2.0
+        m = inputs.new_empty((rows, H))
         x_d, out_d = inputs[d], out[d]
         for t in range(max_len):
             a = counts[t]
@@ -274,8 +275,8 @@ def _recurrence_inference_onednn(inputs, h0, c0, w_stacked, bias, w_proj, length
             xa = xh[:height]
             xa[:a, :P] = x_d[:a, t]
             gates = onednn.linear(xa, w_gates, bias_d, "sigmoid")
-            c2, m = _cell_update(gates, c2[:height], cell_clip)
-            h = onednn.linear(m, w_out)
+            _cell_update(gates, c2[:height], m[:height], cell_clip)
+            h = onednn.linear(m[:height], w_out)
             if proj_clip:
                 h.clamp_(-proj_clip, proj_clip)
             out_d[:a, t] = h[:a]
@@ -312,14 +313,15 @@ def _recurrence_inference_mkl(inputs, h0, c0, w_stacked, bias, w_proj, lengths, 
     xh[:, :batch, P:] = h0
     c2 = inputs.new_zeros((2, rows, H), dtype=c0.dtype)
     c2[:, :batch] = c0 * 2.0
+    m = inputs.new_empty((2, rows, H))
     for t in range(max_len):
         a = counts[t]
         height = max(a, MIN_PRODUCT_ROWS)
         xa = xh[:, :height]
         xa[:, :a, :P] = inputs[:, :a, t]
         gates = torch.baddbmm(bias, xa, w_stacked).sigmoid_()
-        c2, m = _cell_update(gates, c2[:, :height], cell_clip)
-        h = torch.bmm(m, w_proj2)
+        _cell_update(gates, c2[:, :height], m[:, :height], cell_clip)
+        h = torch.bmm(m[:, :height], w_proj2)
         if proj_clip:
             h.clamp_(-proj_clip, proj_clip)
         out[:, :a, t] = h[:, :a]
