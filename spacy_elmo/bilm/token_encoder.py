@@ -128,8 +128,10 @@ class CharCNNEncoder(nn.Module):
             span = min(n_pos + wmax - 1, self.max_chars)
             # windows starting at p > last_start of a filter do not exist
             valid = positions[:n_pos, None] <= self._last_start[None, :]
-            mask = torch.zeros(valid.shape, dtype=kernel.dtype, device=kernel.device)
-            mask.masked_fill_(~valid, float("-inf"))
+            mask = None  # tokens shorter than max_chars - max_width + 1 slots need none
+            if not bool(valid.all()):
+                mask = torch.zeros(valid.shape, dtype=kernel.dtype, device=kernel.device)
+                mask.masked_fill_(~valid, float("-inf"))
             # the constant all-padding window exists iff it starts inside max_chars
             with_pad = (n_pos <= self._last_start).to(kernel.dtype)
             pad_floor = torch.where(with_pad > 0, pad_value, torch.full_like(pad_value, float("-inf")))
@@ -142,7 +144,7 @@ class CharCNNEncoder(nn.Module):
                 windows = emb.unfold(1, wmax, 1)  # (n, n_pos, dim, wmax)
                 windows = windows.transpose(2, 3).reshape(-1, wmax * dim)
                 conv = _product(bias, windows, kernel).view(len(idx), n_pos, -1)
-                pooled = (conv + mask).amax(dim=1)
+                pooled = (conv if mask is None else conv + mask).amax(dim=1)
                 parts.append(torch.maximum(pooled, pad_floor))
         pooled_sorted = torch.cat(parts, dim=0)
         inverse = torch.empty_like(order_t)
