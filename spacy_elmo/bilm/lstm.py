@@ -234,7 +234,7 @@ def _recurrence_inference(inputs, h0, c0, w_stacked, bias, w_proj, lengths, clip
     W_proj: seven passes over the cell per step instead of ten.
 
     The products go through oneDNN where it is usable (`onednn.py`: the
-    sigmoid fused into the product, 1.2x on the LSTMs), else through MKL's
+    sigmoid fused into the product, 1.1-1.2x on the LSTMs), else through MKL's
     `baddbmm` with both directions batched.
     """
     if onednn.usable(inputs):

@@ -6,14 +6,16 @@ in cache) as `torch.ops.mkldnn`, the operators `torch.compile` emits for
 frozen CPU graphs. At the biLM's shapes it beats `addmm` followed by a
 separate activation pass: measured on 2 threads, a [256, 256] x [256, 4096]
 LSTM step product with its sigmoid ran 1.37x faster, and the LSTMs as a whole
-1.1-1.2x (benchmarks/RESULTS.md). Its rows are also the same bits whatever the
-product's height (measured for every height from 1 to 1,200 on 1 and 2
-threads), where MKL switches kernels below 4 rows.
+1.1-1.2x (benchmarks/RESULTS.md). With packed weights its rows are also the
+same bits whatever the product's height (measured for every height from 1 to
+1,200 on 1 and 2 threads), where MKL switches kernels below 4 rows; with
+plain weights (the token encoder's) 1-row products differ, 2 and more agree.
 
 Used only without autograd, for float32 CPU tensors outside autocast, where
-the operators exist and `torch.backends.mkldnn` is enabled; everything else
-takes the plain PyTorch path. `ENABLED = False` switches it off (for A/B
-runs and for the tests that compare both paths).
+the operators exist, `torch.backends.mkldnn` is enabled and a first small
+product gives the right numbers; everything else takes the plain PyTorch
+path. `ENABLED = False` switches it off (for A/B runs and for the tests that
+compare both paths).
 """
 from typing import Optional
 
@@ -27,18 +29,37 @@ try:
 except (AttributeError, RuntimeError):  # a build without oneDNN
     _LINEAR = _PACK = None
 
+_WORKS: Optional[bool] = None
+
+
+def _works() -> bool:
+    """Once per process: do the operators run here and agree with addmm?"""
+    global _WORKS
+    if _WORKS is None:
+        _WORKS = False
+        if _LINEAR is not None and torch.backends.mkldnn.is_available():
+            try:
+                with torch.no_grad():
+                    x = torch.linspace(-1.0, 1.0, 24).view(3, 8)
+                    w = torch.linspace(-0.5, 0.7, 40).view(5, 8)
+                    b = torch.linspace(0.1, 0.3, 5)
+                    got = _LINEAR(x, _PACK(w, None), b, "sigmoid", [], "")
+                    _WORKS = bool(torch.allclose(got, torch.sigmoid(torch.addmm(b, x, w.t())), atol=1e-6))
+            except RuntimeError:  # e.g. a CPU or build whose oneDNN lacks the primitive
+                pass
+    return _WORKS
+
 
 def usable(x: torch.Tensor) -> bool:
     """Whether `x` may go through oneDNN's linear product here."""
     return (
         ENABLED
-        and _LINEAR is not None
-        and torch.backends.mkldnn.is_available()
-        and torch.backends.mkldnn.enabled
         and x.device.type == "cpu"
         and x.dtype == torch.float32
         and not torch.is_grad_enabled()
         and not torch.is_autocast_enabled("cpu")
+        and torch.backends.mkldnn.enabled
+        and _works()
     )
 
 

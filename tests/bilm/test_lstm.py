@@ -124,3 +124,20 @@ def test_onednn_is_used_only_where_it_applies():
         with torch.autocast("cpu", dtype=torch.bfloat16):
             assert not onednn.usable(x)
     assert not onednn.usable(x)  # gradients on: the training path
+
+
+def test_onednn_probe_falls_back_when_the_operator_fails(monkeypatch):
+    """A build whose oneDNN lacks the primitive (or computes it wrongly) takes the MKL path."""
+    from spacy_elmo.bilm import onednn
+
+    def broken(*args):
+        raise RuntimeError("could not create a primitive descriptor")
+
+    monkeypatch.setattr(onednn, "_WORKS", None)
+    monkeypatch.setattr(onednn, "_LINEAR", broken)
+    stack = _stack().float()
+    x = torch.randn(2, 3, 4, 4)
+    with torch.no_grad():
+        assert not onednn.usable(x)
+        out, _ = stack(x, torch.tensor([4, 2, 1]))  # runs, on MKL
+    assert out[-1].shape == (2, 3, 4, 4)
