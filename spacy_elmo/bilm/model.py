@@ -82,6 +82,8 @@ class BiLM(nn.Module):
         self.token_cache: Optional[TokenCache] = None
         self.stateful = False
         self._carried: Optional[LSTMState] = None
+        # the LSTM state after <S> / </S> from zeros, keyed by the weights' versions
+        self._start: Optional[Tuple[tuple, LSTMState]] = None
 
     # -- setup -------------------------------------------------------------------------
     def reset_parameters(self, seed: Optional[int] = None) -> None:
@@ -123,6 +125,8 @@ class BiLM(nn.Module):
         self.token_cache = None
 
     def clear_cache(self) -> None:
+        """Forget computed token vectors and the LSTM's start state (after changing weights)."""
+        self._start = None
         if self.token_cache is not None:
             self.token_cache.clear()
 
@@ -233,13 +237,29 @@ class BiLM(nn.Module):
             index[1, b, : len(r)] = r[::-1]
         token_vectors = self.encode_tokens(list(vocab))
         device = token_vectors.device
-        first = token_vectors[torch.tensor([[[0]], [[1]]], device=device)]  # (2, 1, 1, dim): <S> / </S>
-        _, start = self.lstm(first, torch.tensor([1]))
-        start = start.select(torch.zeros(batch, dtype=torch.long, device=device))
+        start = self._start_state(token_vectors).select(torch.zeros(batch, dtype=torch.long, device=device))
         inputs = token_vectors[torch.from_numpy(index).to(device)]
         outputs, _ = self.lstm(inputs, torch.tensor(lengths_list, dtype=torch.long), start)
         stacked = _stack_layers(inputs, outputs, lengths_list)
         return BiLMOutput(stacked, torch.tensor(lengths_list, dtype=torch.long, device=device))
+
+    def _start_state(self, token_vectors: torch.Tensor) -> LSTMState:
+        """The state after the first step (<S> forward, </S> backward) from zeros, one row.
+
+        Kept until a weight changes (any in-place update bumps a parameter's
+        version; new tensors have new addresses) or the precision does.
+        """
+        key = (
+            token_vectors.dtype,
+            token_vectors.device,
+            torch.is_autocast_enabled(token_vectors.device.type),
+            tuple((p._version, p.data_ptr()) for p in self.parameters()),
+        )
+        if self._start is None or self._start[0] != key:
+            first = token_vectors[torch.tensor([[[0]], [[1]]], device=token_vectors.device)]  # (2, 1, 1, dim)
+            _, start = self.lstm(first, torch.tensor([1]))
+            self._start = (key, start)
+        return self._start[1]
 
     def run(
         self,

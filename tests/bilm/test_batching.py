@@ -70,6 +70,23 @@ def test_inference_without_boundary_steps_is_the_full_run_bit_for_bit(
         assert not trimmed.layers[:, i, n:].any()
 
 
+def test_start_state_follows_weight_changes(allennlp_dir):
+    """The state after <S>/</S> is kept between calls, and recomputed once a weight changes."""
+    from spacy_elmo.io import load_bilm
+
+    model = load_bilm(allennlp_dir)
+    sentence = ["The", "bank", "."]
+    before = model.embed([sentence])[0]
+    assert model._start is not None
+    with torch.no_grad():
+        model.lstm.weight_hh[0].mul_(0.5)  # an in-place update, as an optimizer or load_state_dict makes
+    changed = model.embed([sentence])[0]
+    with torch.no_grad():
+        full = model([sentence], keep_boundaries=True).layers[:, 0, 1:-1].numpy()
+    numpy.testing.assert_array_equal(changed, full)
+    assert not numpy.array_equal(changed[1], before[1])
+
+
 def test_repeated_sentences_are_computed_once_and_each_gets_its_own_array(allennlp_bilm, ewt_sentences, monkeypatch):
     sentences = ewt_sentences[:6]
     repeated = [sentences[0], sentences[1], [], sentences[0], list(sentences[1]), sentences[2], sentences[0], []]
