@@ -195,17 +195,9 @@ class BiLM(nn.Module):
         """
         if not keep_boundaries and state is None and not self.stateful and not torch.is_grad_enabled():
             return self._forward_tokens_only(sentences)
-        batch = len(sentences)
-        vocab: Dict[str, int] = {}
-        rows = [[vocab.setdefault(t, len(vocab) + 2) for t in s] for s in sentences]
-        lengths_list = [len(r) + 2 for r in rows]
-        time = max(lengths_list, default=2)
-        index = numpy.zeros((2, batch, time), dtype=numpy.int64)
-        for b, r in enumerate(rows):
-            seq = [0] + r + [1]
-            index[0, b, : len(seq)] = seq
-            index[1, b, : len(seq)] = seq[::-1]
-        inputs, outputs, _ = self.run(list(vocab), index, lengths_list, state)
+        tokens, index, lengths_list = _index_rows(sentences, with_boundaries=True)
+        time = index.shape[2]
+        inputs, outputs, _ = self.run(tokens, index, lengths_list, state)
         stacked = _stack_layers(inputs, outputs, lengths_list)
         lengths = torch.tensor(lengths_list, dtype=torch.long)
         device = inputs.device
@@ -227,17 +219,10 @@ class BiLM(nn.Module):
         work. The products' rows do not depend on their height (see
         `lstm.py`), so the numbers are those of the full run, bit for bit.
         """
-        batch = len(sentences)
-        vocab: Dict[str, int] = {}
-        rows = [[vocab.setdefault(t, len(vocab) + 2) for t in s] for s in sentences]
-        lengths_list = [len(r) for r in rows]
-        index = numpy.zeros((2, batch, max(lengths_list, default=0)), dtype=numpy.int64)
-        for b, r in enumerate(rows):
-            index[0, b, : len(r)] = r
-            index[1, b, : len(r)] = r[::-1]
-        token_vectors = self.encode_tokens(list(vocab))
+        tokens, index, lengths_list = _index_rows(sentences, with_boundaries=False)
+        token_vectors = self.encode_tokens(tokens)
         device = token_vectors.device
-        start = self._start_state(token_vectors).select(torch.zeros(batch, dtype=torch.long, device=device))
+        start = self._start_state(token_vectors).select(torch.zeros(len(sentences), dtype=torch.long, device=device))
         inputs = token_vectors[torch.from_numpy(index).to(device)]
         outputs, _ = self.lstm(inputs, torch.tensor(lengths_list, dtype=torch.long), start)
         stacked = _stack_layers(inputs, outputs, lengths_list)
@@ -384,6 +369,25 @@ def length_sorted_batches(lengths: Sequence[int], batch_tokens: int, max_batch_s
         longest = longest_if_added
     if batch:
         yield batch
+
+
+def _index_rows(sentences: Sequence[Sequence[str]], with_boundaries: bool) -> Tuple[List[str], numpy.ndarray, List[int]]:
+    """The distinct tokens, the (2, batch, time) index and each row's length, for `run`.
+
+    Index value 0 is <S>, 1 is </S>, 2 + i is tokens[i]; direction 0 reads a
+    row in order, direction 1 reversed within its length; with boundaries a
+    row is <S>, its tokens, </S>.
+    """
+    vocab: Dict[str, int] = {}
+    rows = [[vocab.setdefault(t, len(vocab) + 2) for t in s] for s in sentences]
+    if with_boundaries:
+        rows = [[0] + r + [1] for r in rows]
+    lengths = [len(r) for r in rows]
+    index = numpy.zeros((2, len(rows), max(lengths, default=2 if with_boundaries else 0)), dtype=numpy.int64)
+    for b, r in enumerate(rows):
+        index[0, b, : len(r)] = r
+        index[1, b, : len(r)] = r[::-1]
+    return list(vocab), index, lengths
 
 
 def _stack_layers(inputs: torch.Tensor, outputs: List[torch.Tensor], lengths: Sequence[int]) -> torch.Tensor:
