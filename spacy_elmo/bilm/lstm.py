@@ -186,8 +186,6 @@ class BiLSTMStack(nn.Module):
 
 # see `_recurrence_inference_mkl`: products at least this high are row-invariant in MKL
 MIN_PRODUCT_ROWS = 8
-# see `_recurrence_inference_onednn`: product heights are multiples of this
-ONEDNN_ROW_GRANULE = 8
 
 
 def _forget_offset(hidden: int, like: torch.Tensor) -> torch.Tensor:
@@ -245,10 +243,9 @@ def _recurrence_inference(inputs, h0, c0, w_stacked, bias, w_proj, lengths, clip
 def _recurrence_inference_onednn(inputs, h0, c0, w_stacked, bias, w_proj, lengths, clips):
     """`_recurrence_inference` on oneDNN: one direction at a time, the sigmoid fused into the product.
 
-    oneDNN's rows are the same bits at every product height, but it builds a
-    kernel for each new shape (about 0.5 ms) and keeps the last 1,024: the
-    heights are rounded up to a multiple of ONEDNN_ROW_GRANULE (finished or
-    scratch rows fill up), so that a few dozen shapes serve every batch.
+    With packed weights oneDNN's rows are the same bits at every product
+    height; the heights are rounded up by `onednn.padded_rows` (finished or
+    scratch rows fill up), so that a few dozen kernel shapes serve every batch.
     """
     _, batch, time, P = inputs.shape
     H = w_stacked.shape[2] // 4
@@ -257,8 +254,7 @@ def _recurrence_inference_onednn(inputs, h0, c0, w_stacked, bias, w_proj, length
     counts = _active_counts(lengths, max_len)
     out = inputs.new_zeros((2, batch, time, P))
     h_n, c_n = h0.clone(), c0.clone()
-    granule = ONEDNN_ROW_GRANULE
-    rows = -(-batch // granule) * granule
+    rows = onednn.padded_rows(batch)
     for d in range(2):
         w_gates = onednn.pack(w_stacked[d].t())
         w_out = onednn.pack(w_proj[d].t() * 2.0)
@@ -271,7 +267,7 @@ def _recurrence_inference_onednn(inputs, h0, c0, w_stacked, bias, w_proj, length
         x_d, out_d = inputs[d], out[d]
         for t in range(max_len):
             a = counts[t]
-            height = min(rows, -(-a // granule) * granule)
+            height = onednn.padded_rows(a)  # <= rows: padded_rows is non-decreasing
             xa = xh[:height]
             xa[:a, :P] = x_d[:a, t]
             gates = onednn.linear(xa, w_gates, bias_d, "sigmoid")

@@ -63,6 +63,25 @@ def usable(x: torch.Tensor) -> bool:
     )
 
 
+# the fewest rows a product is given: with plain (unpacked) weights oneDNN's 1-row
+# products differ in the last bits from taller ones (measured for every height
+# from 2 to 700, small and shipped shapes, 1 and 2 threads: those agree)
+MIN_ROWS = 8
+
+
+def padded_rows(n: int) -> int:
+    """The height to compute an n-row product at: n rounded up to one of ~32
+    heights per octave (at most 1/32 more rows), and at least MIN_ROWS.
+
+    oneDNN builds a kernel for each new shape (about 0.5 ms) and caches 1,024
+    of them (~65 MiB over all of EWT when every height was new); the heights
+    here follow the data, so they are rounded to keep the shapes few.
+    Non-decreasing in n.
+    """
+    granule = max(MIN_ROWS, 1 << max(0, n.bit_length() - 6))
+    return -(-max(n, 1) // granule) * granule
+
+
 def pack(weight: torch.Tensor) -> torch.Tensor:
     """A weight laid out as (out, in), reordered once into oneDNN's blocked format."""
     return _PACK(weight.detach().contiguous(), None)
@@ -73,4 +92,4 @@ def linear(x: torch.Tensor, packed: torch.Tensor, bias: Optional[torch.Tensor] =
     return _LINEAR(x, packed, bias, activation, [], "")
 
 
-__all__ = ["ENABLED", "linear", "pack", "usable"]
+__all__ = ["ENABLED", "MIN_ROWS", "linear", "pack", "padded_rows", "usable"]

@@ -157,19 +157,6 @@ class CharCNNEncoder(nn.Module):
 # whole encoder: rows of batches under 44 tokens differed, 44 to 700 agreed), and
 # the heights here follow the batch (how many new tokens, grouped by length).
 MIN_PRODUCT_ROWS = 64
-# oneDNN's rows agree from 2 rows up (measured for every height from 2 to 700,
-# for the small and the shipped shapes, on 1 and 2 threads; 1 row differs)
-ONEDNN_MIN_PRODUCT_ROWS = 8
-
-
-def _onednn_rows(n: int) -> int:
-    """n rounded up to one of ~32 heights per octave (at most 1/32 more rows).
-
-    oneDNN builds and caches a kernel per shape (1,024 of them, ~65 MiB over
-    all of EWT when every height was new), and these heights follow the data.
-    """
-    granule = max(ONEDNN_MIN_PRODUCT_ROWS, 1 << max(0, n.bit_length() - 6))
-    return -(-max(n, 1) // granule) * granule
 
 
 def _product(bias: torch.Tensor, x: torch.Tensor, weight: torch.Tensor) -> torch.Tensor:
@@ -179,13 +166,13 @@ def _product(bias: torch.Tensor, x: torch.Tensor, weight: torch.Tensor) -> torch
     weight passed as a transposed view, no copy): with the highway's single
     addcmul, 1.1x on the encoder of the small shapes. Products are padded
     with zero rows to the height from which rows come out the same bits, and
-    on oneDNN to one of a few heights (`_onednn_rows`).
+    on oneDNN to one of a few heights (`onednn.padded_rows`).
     """
     if torch.is_grad_enabled():
         return torch.addmm(bias, x, weight)
     use_onednn = onednn.usable(x)
     n = x.shape[0]
-    height = _onednn_rows(n) if use_onednn else max(n, MIN_PRODUCT_ROWS)
+    height = onednn.padded_rows(n) if use_onednn else max(n, MIN_PRODUCT_ROWS)
     if height > n:
         x = torch.cat([x, x.new_zeros((height - n, x.shape[1]))])
     out = onednn.linear(x, weight.t(), bias) if use_onednn else torch.addmm(bias, x, weight)

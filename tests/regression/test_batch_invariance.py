@@ -68,7 +68,7 @@ def test_token_vectors_do_not_depend_on_the_other_new_tokens(monkeypatch, use_on
     """Without the cache, a batch's new tokens are encoded together: the character
     CNN groups them by length and the highway multiplies all of them, so the
     products' heights follow the batch. They are padded to the encoder's
-    MIN_PRODUCT_ROWS rows (ONEDNN_MIN_PRODUCT_ROWS on oneDNN, whose 1-row
+    MIN_PRODUCT_ROWS rows (onednn.MIN_ROWS on oneDNN, whose 1-row
     products differ). (The shipped biLM: the fixture's CNN is too small to
     reach MKL's other kernels.)"""
     import torch
