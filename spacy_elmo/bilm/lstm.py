@@ -30,14 +30,16 @@ sigmoids (details in `_recurrence_inference`). 1.6x the previous loop on the
 small shapes (benchmarks/RESULTS.md); results agree with the gradient path
 to ~3e-7 in float32. On x86 CPUs the products go through oneDNN with the
 sigmoid fused into them (`onednn.py`), another 1.1-1.2x on the LSTMs; MKL's
-`baddbmm` over both directions elsewhere.
+`baddbmm` over both directions elsewhere. Where the optional compiled kernel
+is built (`cell_kernel.py`), the oneDNN loop's products carry no activation
+and the gate sigmoids and cell update are one pass instead of eight.
 """
 from typing import List, NamedTuple, Optional, Sequence, Tuple
 
 import torch
 from torch import nn
 
-from . import onednn
+from . import cell_kernel, onednn
 from .config import BiLMConfig
 
 # published (TensorFlow) order i, j, f, o  ->  internal order i, f, o, j
@@ -241,7 +243,9 @@ def _recurrence_inference(inputs, h0, c0, w_stacked, bias, w_proj, lengths, clip
 
 
 def _recurrence_inference_onednn(inputs, h0, c0, w_stacked, bias, w_proj, lengths, clips):
-    """`_recurrence_inference` on oneDNN: one direction at a time, the sigmoid fused into the product.
+    """`_recurrence_inference` on oneDNN: one direction at a time, the sigmoid fused
+    into the product, or with the compiled cell kernel where it is usable (the
+    product without activation, then sigmoids and cell update in one pass).
 
     With packed weights oneDNN's rows are the same bits at every product
     height; the heights are rounded up by `onednn.padded_rows` (finished or
@@ -255,6 +259,7 @@ def _recurrence_inference_onednn(inputs, h0, c0, w_stacked, bias, w_proj, length
     out = inputs.new_zeros((2, batch, time, P))
     h_n, c_n = h0.clone(), c0.clone()
     rows = onednn.padded_rows(batch)
+    fused_cell = cell_kernel.usable(inputs)
     for d in range(2):
         w_gates = onednn.pack(w_stacked[d].t())
         w_out = onednn.pack(w_proj[d].t() * 2.0)
@@ -270,8 +275,10 @@ def _recurrence_inference_onednn(inputs, h0, c0, w_stacked, bias, w_proj, length
             height = onednn.padded_rows(a)  # <= rows: padded_rows is non-decreasing
             xa = xh[:height]
             xa[:a, :P] = x_d[:a, t]
-            gates = onednn.linear(xa, w_gates, bias_d, "sigmoid")
-            _cell_update(gates, c2[:height], m[:height], cell_clip)
+            if fused_cell:
+                cell_kernel.update(onednn.linear(xa, w_gates, bias_d), c2[:height], m[:height], cell_clip)
+            else:
+                _cell_update(onednn.linear(xa, w_gates, bias_d, "sigmoid"), c2[:height], m[:height], cell_clip)
             h = onednn.linear(m[:height], w_out)
             if proj_clip:
                 h.clamp_(-proj_clip, proj_clip)

@@ -1,4 +1,7 @@
 """The fused recurrence equals plain autograd, and the state semantics hold."""
+import platform
+import sys
+
 import pytest
 import torch
 
@@ -141,3 +144,121 @@ def test_onednn_probe_falls_back_when_the_operator_fails(monkeypatch):
         assert not onednn.usable(x)
         out, _ = stack(x, torch.tensor([4, 2, 1]))  # runs, on MKL
     assert out[-1].shape == (2, 3, 4, 4)
+
+
+# -- the compiled cell kernel (cell_kernel.py, _lstm_cell.c) ---------------------------
+def _needs_kernel():
+    from spacy_elmo.bilm import cell_kernel
+
+    if not cell_kernel.available():
+        pytest.skip("the LSTM cell kernel is not built here (no C compiler at install, or not an x86-64 CPU with AVX2/FMA)")
+    return cell_kernel
+
+
+def _cpu_has_avx2_fma() -> bool:
+    try:
+        flags = open("/proc/cpuinfo").read().split()
+    except OSError:
+        return False
+    return "avx2" in flags and "fma" in flags
+
+
+@pytest.mark.skipif(
+    not (sys.platform.startswith("linux") and platform.machine() == "x86_64" and _cpu_has_avx2_fma()),
+    reason="the kernel targets x86-64 CPUs with AVX2 and FMA",
+)
+def test_cell_kernel_is_built_where_it_applies():
+    """The extension is optional at install; on the machines it targets (CI's) a
+    failed build would silently fall back to the slower path, so fail here."""
+    from spacy_elmo.bilm import cell_kernel
+
+    assert cell_kernel.available()
+
+
+@pytest.mark.parametrize("hidden", [1024, 13, 8, 1])
+@pytest.mark.parametrize("cell_clip", [0.0, 3.0])
+def test_cell_kernel_equals_the_pytorch_cell_update(hidden, cell_clip):
+    """Sigmoids included, the tail columns past a multiple of 8, saturated inputs."""
+    from spacy_elmo.bilm.lstm import _cell_update
+
+    kernel = _needs_kernel()
+    torch.manual_seed(0)
+    for rows in (1, 5, 70):
+        gates = torch.randn(rows, 4 * hidden) * 5
+        gates[0, : min(4, 4 * hidden)] = torch.tensor([100.0, -100.0, 88.5, -1e30])[: min(4, 4 * hidden)]
+        c2 = torch.randn(rows, hidden) * 4
+        c_torch, m_torch = c2.clone(), torch.empty(rows, hidden)
+        _cell_update(torch.sigmoid(gates), c_torch, m_torch, cell_clip)
+        c_kernel, m_kernel = c2.clone(), torch.empty(rows, hidden)
+        kernel.update(gates, c_kernel, m_kernel, cell_clip)
+        # c2 reaches ~20 unclipped: a few ulp of it
+        torch.testing.assert_close(c_kernel, c_torch, rtol=2e-7, atol=5e-7)
+        torch.testing.assert_close(m_kernel, m_torch, rtol=0, atol=5e-7)
+
+
+def test_cell_kernel_rows_do_not_depend_on_batch_or_threads():
+    kernel = _needs_kernel()
+    torch.manual_seed(1)
+    rows, hidden = 64, 1029  # 64 x 1029 is past the size where the kernel uses threads
+    gates, c2 = torch.randn(rows, 4 * hidden) * 3, torch.randn(rows, hidden)
+    threads = torch.get_num_threads()
+    results = []
+    try:
+        for n_threads in (1, 2):
+            torch.set_num_threads(n_threads)
+            c, m = c2.clone(), torch.empty(rows, hidden)
+            kernel.update(gates, c, m, 3.0)
+            results.append((c, m))
+    finally:
+        torch.set_num_threads(threads)
+    assert all(torch.equal(a, b) for a, b in zip(*results))
+    for r in (0, 17, 63):  # one row at a time: the same bits
+        c, m = c2[r : r + 1].clone(), torch.empty(1, hidden)
+        kernel.update(gates[r : r + 1], c, m, 3.0)
+        assert torch.equal(c[0], results[0][0][r]) and torch.equal(m[0], results[0][1][r])
+
+
+def test_cell_kernel_rejects_buffers_it_cannot_read():
+    kernel = _needs_kernel()
+    gates, c2, m = torch.zeros(4, 32), torch.zeros(4, 8), torch.zeros(4, 8)
+    with pytest.raises(ValueError, match="contiguous float32"):
+        kernel.update(gates.double(), c2, m, 0.0)
+    with pytest.raises(ValueError, match="contiguous float32"):
+        kernel.update(gates, torch.zeros(8, 4).t(), m, 0.0)
+    with pytest.raises(ValueError, match=r"shape \(4, 32\)"):
+        kernel.update(torch.zeros(4, 31), c2, m, 0.0)
+
+
+def test_cell_kernel_is_used_only_where_it_applies(monkeypatch):
+    from spacy_elmo.bilm import cell_kernel
+
+    x = torch.zeros(3, 4)
+    assert not cell_kernel.usable(x)  # gradients on: the training path
+    with torch.no_grad():
+        assert not cell_kernel.usable(x.double())
+        monkeypatch.setattr(cell_kernel, "ENABLED", False)
+        assert not cell_kernel.usable(x)
+
+
+def test_inference_with_and_without_the_cell_kernel_agrees(monkeypatch):
+    """The oneDNN loop with the kernel (products without activation) and without it."""
+    from spacy_elmo.bilm import cell_kernel, onednn
+
+    _needs_kernel()
+    stack = _stack(cell_clip=0.5).float()
+    x = torch.randn(2, 9, 25, 4) * 2
+    with torch.no_grad():
+        if not onednn.usable(x):
+            pytest.skip("this PyTorch build has no oneDNN linear operators (or they are disabled)")
+    lengths = torch.tensor([25, 3, 0, 1, 25, 7, 8, 15, 2])
+    state = LSTMState(tuple(torch.randn(2, 9, 4) for _ in range(2)), tuple(torch.randn(2, 9, 8) for _ in range(2)))
+    calls = []
+    real_update = cell_kernel.update
+    monkeypatch.setattr(cell_kernel, "update", lambda *a: calls.append(1) or real_update(*a))
+    with torch.no_grad():
+        fused, final_fused = stack(x, lengths, state)
+        assert calls, "the kernel was not used"
+        monkeypatch.setattr(cell_kernel, "ENABLED", False)
+        plain, final_plain = stack(x, lengths, state)
+    for p, q in zip([*fused, *final_fused.h, *final_fused.c], [*plain, *final_plain.h, *final_plain.c]):
+        torch.testing.assert_close(p, q, rtol=0, atol=1e-6)

@@ -16,7 +16,7 @@ import random
 import numpy
 import pytest
 
-from spacy_elmo.bilm import onednn
+from spacy_elmo.bilm import cell_kernel, onednn
 from spacy_elmo.bilm.lstm import MIN_PRODUCT_ROWS
 from spacy_elmo.io import load_bilm
 from spacy_elmo.resources import default_model_path
@@ -24,11 +24,14 @@ from spacy_elmo.resources import default_model_path
 PROBE = "The bank of the river was steep , but the bank in town was closed on Monday .".split()
 
 
-@pytest.mark.parametrize("use_onednn", [True, False])
-def test_sentence_layers_are_the_same_bits_in_any_batch(allennlp_dir, monkeypatch, use_onednn):
-    """Both product paths: oneDNN (rows invariant at any height, heights rounded
-    to a granule) and MKL (products kept at least MIN_PRODUCT_ROWS high)."""
+@pytest.mark.parametrize("use_onednn,use_cell_kernel", [(True, True), (True, False), (False, False)])
+def test_sentence_layers_are_the_same_bits_in_any_batch(allennlp_dir, monkeypatch, use_onednn, use_cell_kernel):
+    """Every inference path: oneDNN (rows invariant at any height, heights
+    rounded to a granule) with and without the compiled cell kernel (rows
+    split between threads, never columns), and MKL (products kept at least
+    MIN_PRODUCT_ROWS high)."""
     monkeypatch.setattr(onednn, "ENABLED", use_onednn)
+    monkeypatch.setattr(cell_kernel, "ENABLED", use_cell_kernel)
     model = load_bilm(allennlp_dir)
     rng = random.Random(0)
     others = [[rng.choice(PROBE) for _ in range(rng.randint(1, 30))] for _ in range(40)]

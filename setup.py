@@ -1,0 +1,26 @@
+"""Build script for the one compiled part: the fused LSTM cell kernel.
+
+Metadata lives in pyproject.toml. The extension is optional: where it cannot
+be built (no C compiler, or a compiler without OpenMP), the install goes on
+and the biLM uses PyTorch's element-wise ops instead (`spacy_elmo.bilm.cell_kernel`).
+"""
+import sys
+
+from setuptools import Extension, setup
+
+if sys.platform == "win32":
+    compile_args, link_args = ["/O2", "/openmp"], []
+else:
+    compile_args, link_args = ["-O3", "-fopenmp"], ["-fopenmp"]
+
+setup(
+    ext_modules=[
+        Extension(
+            "spacy_elmo.bilm._lstm_cell",
+            sources=["spacy_elmo/bilm/_lstm_cell.c"],
+            extra_compile_args=compile_args,
+            extra_link_args=link_args,
+            optional=True,
+        )
+    ]
+)
