@@ -237,7 +237,7 @@ def section_profile(args) -> str:
 
 
 def section_ab(args) -> str:
-    from spacy_elmo.bilm import BiLM, onednn
+    from spacy_elmo.bilm import BiLM, cell_kernel, lstm, onednn
     from spacy_elmo.io.dump import embed_file
 
     model = random_model("small")
@@ -250,18 +250,26 @@ def section_ab(args) -> str:
             state = model.lstm.zero_state(len(batch), model.token_encoder.char_embed)
         return BiLM.forward(model, batch, keep_boundaries=keep_boundaries, state=state)
 
-    def configure(use_onednn: bool, skip_boundary_steps: bool) -> None:
+    def configure(use_onednn: bool, skip_boundary_steps: bool, keep_weights: bool = False, cell: bool = False) -> None:
         onednn.ENABLED = use_onednn
+        cell_kernel.ENABLED = cell
+        lstm.INFERENCE_WEIGHTS_CACHED_BYTES = default_cached_bytes if keep_weights else -1
+        model.lstm.clear_inference_cache()
         if skip_boundary_steps:
             model.__dict__.pop("forward", None)
         else:
             model.forward = full_forward
 
+    default_cached_bytes = lstm.INFERENCE_WEIGHTS_CACHED_BYTES
     settings = {
         "MKL products, every boundary step": (False, False),
         "oneDNN products (sigmoid fused)": (True, False),
-        "oneDNN + boundary steps skipped (default)": (True, True),
+        "oneDNN + boundary steps skipped": (True, True),
+        "+ inference weights kept between batches": (True, True, True),
+        "+ compiled cell kernel (default)": (True, True, True, True),
     }
+    if not cell_kernel.available():
+        del settings["+ compiled cell kernel (default)"]
     speeds = {name: [] for name in settings}
     rate_before = matmul_rate()
     with tempfile.TemporaryDirectory() as tmp:
@@ -274,7 +282,7 @@ def section_ab(args) -> str:
                 _, t = _timed(lambda: embed_file(model, text, Path(tmp) / "out.hdf5", overwrite=True))
                 speeds[name].append(n_tokens / t)
                 model.disable_cache()
-    configure(True, True)
+    configure(True, True, True, True)
     rate = max(rate_before, matmul_rate())
     base = speeds["MKL products, every boundary step"]
     rows = []

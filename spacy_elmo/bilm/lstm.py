@@ -34,7 +34,7 @@ sigmoid fused into them (`onednn.py`), another 1.1-1.2x on the LSTMs; MKL's
 is built (`cell_kernel.py`), the oneDNN loop's products carry no activation
 and the gate sigmoids and cell update are one pass instead of eight.
 """
-from typing import List, NamedTuple, Optional, Sequence, Tuple
+from typing import Dict, List, NamedTuple, Optional, Sequence, Tuple
 
 import torch
 from torch import nn
@@ -85,6 +85,7 @@ class BiLSTMStack(nn.Module):
         self.weight_hh = nn.ParameterList([nn.Parameter(torch.zeros(2, P, 4 * H)) for _ in range(self.n_layers)])
         self.bias = nn.ParameterList([nn.Parameter(torch.zeros(2, 1, 4 * H)) for _ in range(self.n_layers)])
         self.weight_proj = nn.ParameterList([nn.Parameter(torch.zeros(2, H, P)) for _ in range(self.n_layers)])
+        self._kept_weights: Dict[int, Tuple[tuple, _InferenceWeights]] = {}
 
     def reset_parameters(self, generator: Optional[torch.Generator] = None) -> None:
         with torch.no_grad():
@@ -158,9 +159,8 @@ class BiLSTMStack(nn.Module):
     ) -> Tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
         """One layer, both directions; rows sorted by decreasing length."""
         if not torch.is_grad_enabled():
-            w_stacked, bias_scaled = self._inference_weights(layer, inputs)
             clips = (self.cell_clip or 0.0, self.proj_clip or 0.0)
-            return _recurrence_inference(inputs, h0, c0, w_stacked, bias_scaled, self.weight_proj[layer], lengths, clips)
+            return _recurrence_inference(inputs, h0, c0, self._inference_weights(layer, inputs), lengths, clips)
         _, batch, time, _ = inputs.shape
         H = self.hidden
         # every timestep's input product at once, with the bias and TF's forget +1
@@ -173,17 +173,72 @@ class BiLSTMStack(nn.Module):
             return _FusedRecurrence.apply(gates_x, h0, c0, w_hh, w_proj, tuple(lengths), clips)
         return _recurrence_autograd(gates_x, h0, c0, w_hh, w_proj, lengths, clips)
 
-    def _inference_weights(self, layer: int, like: torch.Tensor) -> Tuple[torch.Tensor, torch.Tensor]:
-        """`[W_ih; W_hh]` (2, 2P, 4H) and the bias with TF's forget +1, the j gate scaled by 2.
+    def _inference_weights(self, layer: int, like: torch.Tensor) -> "_InferenceWeights":
+        """The layer's weights as the inference loop reads them, kept between calls
+        for layers of at most INFERENCE_WEIGHTS_CACHED_BYTES.
 
-        Built per call (about 1.5 ms for the small shapes): a cache would hold a
-        second copy of the LSTM weights, 268 MB for the original shapes.
+        Building them costs about 1.5 ms per direction for the small shapes
+        (concatenation, scaling, oneDNN's packing), per batch; kept, they are a
+        second copy of the layer's weights, so the original shapes (134 MB per
+        layer) build them per call. The key holds the parameters' versions and
+        addresses (any in-place update or new tensor rebuilds them), the dtype,
+        the device and whether oneDNN takes the products.
         """
-        H = self.hidden
-        scale = like.new_ones((4 * H,))
-        scale[3 * H :] = 2.0
-        w_ih, w_hh, bias = (p.detach().to(like.dtype) for p in (self.weight_ih[layer], self.weight_hh[layer], self.bias[layer]))
-        return torch.cat([w_ih, w_hh], dim=1).mul_(scale), (bias + _forget_offset(H, like)) * scale
+        params = (self.weight_ih[layer], self.weight_hh[layer], self.bias[layer], self.weight_proj[layer])
+        on_onednn = onednn.usable(like)
+        key = (like.dtype, like.device, on_onednn, tuple((p._version, p.data_ptr()) for p in params))
+        kept = self._kept_weights.get(layer)
+        if kept is not None and kept[0] == key:
+            return kept[1]
+        weights = _prepare_inference_weights(*(p.detach().to(like.dtype) for p in params), on_onednn)
+        if sum(p.numel() * p.element_size() for p in params) <= INFERENCE_WEIGHTS_CACHED_BYTES:
+            self._kept_weights[layer] = (key, weights)
+        return weights
+
+    def clear_inference_cache(self) -> None:
+        """Drop the kept inference weights (they are rebuilt when a weight changes anyway)."""
+        self._kept_weights = {}
+
+    def __getstate__(self) -> dict:
+        # oneDNN's packed weights have no storage to copy or pickle; they are rebuilt on use
+        state = self.__dict__.copy()
+        state["_kept_weights"] = {}
+        return state
+
+
+# layers whose parameters take at most this many bytes keep their inference weights
+# between calls (the small and embedded shapes; not the original 4096/512 ones)
+INFERENCE_WEIGHTS_CACHED_BYTES = 64 << 20
+
+
+class _InferenceWeights(NamedTuple):
+    """One layer's weights for `_recurrence_inference`: the j gate scaled by 2 and
+    TF's forget +1 in the bias; the projection doubled (the loop carries m / 2).
+
+    On oneDNN only `packed` is set: per direction, the packed `[W_ih; W_hh]`,
+    the packed projection and the bias. On MKL: `stacked` (2, 2P, 4H),
+    `bias` (2, 1, 4H) and `proj2` (2, H, P).
+    """
+
+    stacked: Optional[torch.Tensor] = None
+    bias: Optional[torch.Tensor] = None
+    proj2: Optional[torch.Tensor] = None
+    packed: Optional[Tuple[Tuple[torch.Tensor, torch.Tensor, torch.Tensor], ...]] = None
+
+
+def _prepare_inference_weights(w_ih, w_hh, bias, w_proj, on_onednn: bool) -> _InferenceWeights:
+    H = w_ih.shape[2] // 4
+    scale = w_ih.new_ones((4 * H,))
+    scale[3 * H :] = 2.0
+    stacked = torch.cat([w_ih, w_hh], dim=1).mul_(scale)
+    bias = (bias + _forget_offset(H, bias)) * scale
+    if on_onednn:
+        packed = tuple(
+            (onednn.pack(stacked[d].t()), onednn.pack(w_proj[d].t() * 2.0), bias[d].reshape(-1).contiguous())
+            for d in range(2)
+        )
+        return _InferenceWeights(packed=packed)
+    return _InferenceWeights(stacked=stacked, bias=bias, proj2=w_proj * 2.0)
 
 
 # see `_recurrence_inference_mkl`: products at least this high are row-invariant in MKL
@@ -222,11 +277,11 @@ def _cell_update(gates, c2, m, cell_clip):
     torch.sigmoid(c2, out=m).sub_(0.5).mul_(s_o)
 
 
-def _recurrence_inference(inputs, h0, c0, w_stacked, bias, w_proj, lengths, clips):
+def _recurrence_inference(inputs, h0, c0, weights, lengths, clips):
     """One layer without autograd: per step, one product of `[x_t, h]` with `[W_ih; W_hh]`.
 
-    inputs (2, batch, time, P), rows sorted by decreasing length; `w_stacked`
-    and `bias` have the j gate scaled by 2 (see `_inference_weights`), so one
+    inputs (2, batch, time, P), rows sorted by decreasing length; `weights`
+    (`_InferenceWeights`) have the j gate scaled by 2, so one
     sigmoid over all gates gives s_j = sigmoid(2 z_j) and tanh(z_j) = 2 s_j - 1.
     The cell is carried doubled (c2 = 2c, exact in floating point), so that
     tanh(c) = 2 sigmoid(c2) - 1 needs no scaling pass, and the projection
@@ -234,15 +289,15 @@ def _recurrence_inference(inputs, h0, c0, w_stacked, bias, w_proj, lengths, clip
     W_proj: seven passes over the cell per step instead of ten.
 
     The products go through oneDNN where it is usable (`onednn.py`: the
-    sigmoid fused into the product, 1.1-1.2x on the LSTMs), else through MKL's
-    `baddbmm` with both directions batched.
+    sigmoid fused into the product, 1.1-1.2x on the LSTMs; the weights come
+    packed for it), else through MKL's `baddbmm` with both directions batched.
     """
-    if onednn.usable(inputs):
-        return _recurrence_inference_onednn(inputs, h0, c0, w_stacked, bias, w_proj, lengths, clips)
-    return _recurrence_inference_mkl(inputs, h0, c0, w_stacked, bias, w_proj, lengths, clips)
+    if weights.packed is not None:
+        return _recurrence_inference_onednn(inputs, h0, c0, weights.packed, lengths, clips)
+    return _recurrence_inference_mkl(inputs, h0, c0, weights.stacked, weights.bias, weights.proj2, lengths, clips)
 
 
-def _recurrence_inference_onednn(inputs, h0, c0, w_stacked, bias, w_proj, lengths, clips):
+def _recurrence_inference_onednn(inputs, h0, c0, packed, lengths, clips):
     """`_recurrence_inference` on oneDNN: one direction at a time, the sigmoid fused
     into the product, or with the compiled cell kernel where it is usable (the
     product without activation, then sigmoids and cell update in one pass).
@@ -252,7 +307,7 @@ def _recurrence_inference_onednn(inputs, h0, c0, w_stacked, bias, w_proj, length
     scratch rows fill up), so that a few dozen kernel shapes serve every batch.
     """
     _, batch, time, P = inputs.shape
-    H = w_stacked.shape[2] // 4
+    H = c0.shape[2]
     cell_clip, proj_clip = clips
     max_len = lengths[0] if lengths else 0
     counts = _active_counts(lengths, max_len)
@@ -260,10 +315,7 @@ def _recurrence_inference_onednn(inputs, h0, c0, w_stacked, bias, w_proj, length
     h_n, c_n = h0.clone(), c0.clone()
     rows = onednn.padded_rows(batch)
     fused_cell = cell_kernel.usable(inputs)
-    for d in range(2):
-        w_gates = onednn.pack(w_stacked[d].t())
-        w_out = onednn.pack(w_proj[d].t() * 2.0)
-        bias_d = bias[d].reshape(-1).contiguous()
+    for d, (w_gates, w_out, bias_d) in enumerate(packed):
         xh = inputs.new_zeros((rows, 2 * P))  # [x_t, h_{t-1}] of the active rows
         xh[:batch, P:] = h0[d]
         c2 = inputs.new_zeros((rows, H))
@@ -292,7 +344,7 @@ def _recurrence_inference_onednn(inputs, h0, c0, w_stacked, bias, w_proj, length
     return out, h_n, c_n
 
 
-def _recurrence_inference_mkl(inputs, h0, c0, w_stacked, bias, w_proj, lengths, clips):
+def _recurrence_inference_mkl(inputs, h0, c0, w_stacked, bias, w_proj2, lengths, clips):
     """`_recurrence_inference` on MKL, both directions in one `baddbmm` per step.
 
     Batch invariance: MKL computes a product's rows with another kernel when
@@ -308,7 +360,6 @@ def _recurrence_inference_mkl(inputs, h0, c0, w_stacked, bias, w_proj, lengths, 
     cell_clip, proj_clip = clips
     max_len = lengths[0] if lengths else 0
     counts = _active_counts(lengths, max_len)
-    w_proj2 = w_proj * 2.0
     out = inputs.new_zeros((2, batch, time, P))
     h_n, c_n = h0.clone(), c0.clone()
     rows = max(batch, MIN_PRODUCT_ROWS)

@@ -125,8 +125,10 @@ class BiLM(nn.Module):
         self.token_cache = None
 
     def clear_cache(self) -> None:
-        """Forget computed token vectors and the LSTM's start state (after changing weights)."""
+        """Forget computed token vectors, the LSTM's start state and its kept
+        inference weights (after changing weights)."""
         self._start = None
+        self.lstm.clear_inference_cache()
         if self.token_cache is not None:
             self.token_cache.clear()
 

@@ -3,10 +3,19 @@ from pathlib import Path
 from typing import Optional
 
 import srsly
+import torch
 import typer
 from wasabi import msg
 
+from ..bilm import cell_kernel, onednn
 from ._util import load_weights_or_fail
+
+
+def cpu_inference() -> dict:
+    """Which fast paths this install's CPU inference takes (both optional)."""
+    with torch.no_grad():
+        on_onednn = onednn.usable(torch.zeros(1))
+    return {"onednn_products": on_onednn, "compiled_cell_kernel": on_onednn and cell_kernel.available()}
 
 
 def info_cli(
@@ -28,15 +37,18 @@ def info_cli(
         "vocab_size": len(loaded.vocab) if loaded.vocab is not None else None,
         "config": config.to_dict(),
         "metadata": {k: v for k, v in loaded.metadata.items() if k != "config"},
+        "cpu_inference": cpu_inference(),
     }
     if as_json:
         print(srsly.json_dumps(info, indent=2))
         return
     msg.divider("biLM")
-    rows = [(k, v) for k, v in info.items() if k not in ("config", "metadata")]
+    rows = [(k, v) for k, v in info.items() if k not in ("config", "metadata", "cpu_inference")]
     msg.table(rows)
     msg.divider("architecture")
     msg.table(list(info["config"].items()))
+    msg.divider("CPU inference on this install")
+    msg.table(list(info["cpu_inference"].items()))
     if info["metadata"]:
         msg.divider("metadata")
         msg.table([(k, v) for k, v in info["metadata"].items()])

@@ -262,3 +262,55 @@ def test_inference_with_and_without_the_cell_kernel_agrees(monkeypatch):
         plain, final_plain = stack(x, lengths, state)
     for p, q in zip([*fused, *final_fused.h, *final_fused.c], [*plain, *final_plain.h, *final_plain.c]):
         torch.testing.assert_close(p, q, rtol=0, atol=1e-6)
+
+
+# -- inference weights kept between calls ------------------------------------------------
+def test_inference_weights_are_kept_and_follow_weight_changes(monkeypatch):
+    from spacy_elmo.bilm import lstm, onednn
+
+    stack = _stack().float()
+    x = torch.randn(2, 5, 9, 4)
+    lengths = torch.tensor([9, 9, 4, 2, 1])
+    with torch.no_grad():
+        stack(x, lengths)
+        kept = stack._kept_weights[0][1]
+        stack(x, lengths)
+        assert stack._kept_weights[0][1] is kept  # reused, not rebuilt
+        stack.weight_hh[0].mul_(0.5)  # in place, as an optimizer step or load_state_dict does
+        changed, _ = stack(x, lengths)
+        assert stack._kept_weights[0][1] is not kept
+    reference, _ = stack(x, lengths)  # the training path builds nothing to keep
+    for p, q in zip(changed, reference):
+        torch.testing.assert_close(p, q.detach(), rtol=0, atol=1e-6)
+    with torch.no_grad():
+        monkeypatch.setattr(onednn, "ENABLED", False)
+        stack(x, lengths)
+        assert stack._kept_weights[0][1].packed is None  # MKL's layout now
+        stack.clear_inference_cache()
+        assert not stack._kept_weights
+        monkeypatch.setattr(lstm, "INFERENCE_WEIGHTS_CACHED_BYTES", 0)
+        stack(x, lengths)
+        assert not stack._kept_weights  # too large to keep: built per call
+
+
+def test_clear_cache_drops_the_kept_inference_weights(allennlp_bilm):
+    allennlp_bilm.embed([["A", "test", "."]])
+    assert allennlp_bilm.lstm._kept_weights
+    allennlp_bilm.clear_cache()
+    assert not allennlp_bilm.lstm._kept_weights
+
+
+def test_a_stack_with_kept_weights_copies_and_pickles():
+    """oneDNN's packed tensors cannot be copied or pickled: they are left behind."""
+    import copy
+    import pickle
+
+    stack = _stack().float()
+    x = torch.randn(2, 3, 5, 4)
+    with torch.no_grad():
+        expected, _ = stack(x, torch.tensor([5, 3, 1]))
+        assert stack._kept_weights
+        for clone in (copy.deepcopy(stack), pickle.loads(pickle.dumps(stack))):
+            assert not clone._kept_weights
+            got, _ = clone(x, torch.tensor([5, 3, 1]))
+            assert all(torch.equal(a, b) for a, b in zip(got, expected))

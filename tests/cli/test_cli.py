@@ -45,6 +45,10 @@ def test_embed_convert_info(allennlp_dir, tmp_path):
     assert result.exit_code == 0 and (tmp_path / "pub" / "weights.hdf5").exists()
     result = runner.invoke(app, ["info", str(tmp_path / "pub"), "--json"])
     assert result.exit_code == 0 and json.loads(result.output)["width"] == 32
+    fast_paths = json.loads(result.output)["cpu_inference"]
+    assert set(fast_paths) == {"onednn_products", "compiled_cell_kernel"}
+    result = runner.invoke(app, ["info", str(tmp_path / "pub")])
+    assert result.exit_code == 0 and "compiled_cell_kernel" in result.output
 
 
 def test_clear_errors_without_tracebacks(allennlp_dir, tmp_path):
