@@ -70,15 +70,25 @@ __attribute__((target("avx2,fma"))) static inline float sigmoid1(float x) {
     return _mm256_cvtss_f32(sigmoid8(_mm256_set1_ps(x)));
 }
 
-__attribute__((target("avx2,fma"))) static void cell_row(const float *g, float *c, float *m, Py_ssize_t H, float clip2) {
+/* gates[k] (+ addend[k] where an addend row is given), the same rounding in both paths */
+__attribute__((target("avx2,fma"))) static inline __m256 load_gate8(const float *g, const float *a, Py_ssize_t k) {
+    __m256 x = _mm256_loadu_ps(g + k);
+    return a ? _mm256_add_ps(x, _mm256_loadu_ps(a + k)) : x;
+}
+
+static inline float load_gate1(const float *g, const float *a, Py_ssize_t k) {
+    return a ? g[k] + a[k] : g[k];
+}
+
+__attribute__((target("avx2,fma"))) static void cell_row(const float *g, const float *a, float *c, float *m, Py_ssize_t H, float clip2) {
     const __m256 lo = _mm256_set1_ps(-clip2), hi = _mm256_set1_ps(clip2);
     const __m256 four = _mm256_set1_ps(4.0f), minus_two = _mm256_set1_ps(-2.0f), half = _mm256_set1_ps(0.5f);
     Py_ssize_t k = 0;
     for (; k + 8 <= H; k += 8) {
-        __m256 si = sigmoid8(_mm256_loadu_ps(g + k));
-        __m256 sf = sigmoid8(_mm256_loadu_ps(g + H + k));
-        __m256 so = sigmoid8(_mm256_loadu_ps(g + 2 * H + k));
-        __m256 sj = sigmoid8(_mm256_loadu_ps(g + 3 * H + k));
+        __m256 si = sigmoid8(load_gate8(g, a, k));
+        __m256 sf = sigmoid8(load_gate8(g, a, H + k));
+        __m256 so = sigmoid8(load_gate8(g, a, 2 * H + k));
+        __m256 sj = sigmoid8(load_gate8(g, a, 3 * H + k));
         __m256 input = _mm256_fmadd_ps(_mm256_mul_ps(four, si), sj, _mm256_mul_ps(minus_two, si));
         __m256 cell = _mm256_fmadd_ps(sf, _mm256_loadu_ps(c + k), input);
         cell = _mm256_min_ps(_mm256_max_ps(cell, lo), hi);
@@ -86,7 +96,8 @@ __attribute__((target("avx2,fma"))) static void cell_row(const float *g, float *
         _mm256_storeu_ps(m + k, _mm256_mul_ps(_mm256_sub_ps(sigmoid8(cell), half), so));
     }
     for (; k < H; k++) {
-        float si = sigmoid1(g[k]), sf = sigmoid1(g[H + k]), so = sigmoid1(g[2 * H + k]), sj = sigmoid1(g[3 * H + k]);
+        float si = sigmoid1(load_gate1(g, a, k)), sf = sigmoid1(load_gate1(g, a, H + k));
+        float so = sigmoid1(load_gate1(g, a, 2 * H + k)), sj = sigmoid1(load_gate1(g, a, 3 * H + k));
         float cell = fmaf(sf, c[k], fmaf(4.0f * si, sj, -2.0f * si));
         cell = fminf(fmaxf(cell, -clip2), clip2);
         c[k] = cell;
@@ -108,22 +119,34 @@ static PyObject *available(PyObject *self, PyObject *unused) {
     return PyBool_FromLong(kernel_available());
 }
 
-/* update(gates, c2, m, rows, hidden, clip2, threads): addresses of C-contiguous
- * float32 buffers, gates (rows, 4 hidden), c2 and m (rows, hidden); clip2 is
- * the doubled cell clip (+inf for none). The caller checks the buffers. */
+/* update(gates, c2, m, rows, hidden, clip2, threads, addend, addend_rows, index):
+ * addresses of C-contiguous float32 buffers, gates (rows, 4 hidden), c2 and m
+ * (rows, hidden); clip2 is the doubled cell clip (+inf for none). With an
+ * addend (address of (addend_rows, 4 hidden) float32; 0 for none), row b's
+ * gates get addend row index[b] added first (index: address of rows int64).
+ * The caller checks shapes and types; the row indices are checked here. */
 static PyObject *update(PyObject *self, PyObject *args) {
-    unsigned long long gates, c2, m;
-    Py_ssize_t rows, hidden;
+    unsigned long long gates, c2, m, addend, index;
+    Py_ssize_t rows, hidden, addend_rows;
     float clip2;
     int threads;
-    if (!PyArg_ParseTuple(args, "KKKnnfi", &gates, &c2, &m, &rows, &hidden, &clip2, &threads))
+    if (!PyArg_ParseTuple(args, "KKKnnfiKnK", &gates, &c2, &m, &rows, &hidden, &clip2, &threads, &addend, &addend_rows, &index))
         return NULL;
     if (!kernel_available()) {
         PyErr_SetString(PyExc_RuntimeError, "the LSTM cell kernel needs an x86-64 CPU with AVX2 and FMA");
         return NULL;
     }
+    const int64_t *rows_index = (const int64_t *)(uintptr_t)index;
+    if (addend) {
+        for (Py_ssize_t b = 0; b < rows; b++) {
+            if (rows_index[b] < 0 || rows_index[b] >= addend_rows) {
+                PyErr_Format(PyExc_IndexError, "cell kernel: addend row %lld out of range [0, %zd)", (long long)rows_index[b], addend_rows);
+                return NULL;
+            }
+        }
+    }
 #ifdef HAVE_X86_KERNEL
-    const float *g = (const float *)(uintptr_t)gates;
+    const float *g = (const float *)(uintptr_t)gates, *add = (const float *)(uintptr_t)addend;
     float *c = (float *)(uintptr_t)c2, *out = (float *)(uintptr_t)m;
     Py_BEGIN_ALLOW_THREADS
 #ifdef _OPENMP
@@ -131,8 +154,10 @@ static PyObject *update(PyObject *self, PyObject *args) {
     int team = (rows * hidden >= 16384 && threads > 1) ? threads : 1;
 #pragma omp parallel for schedule(static) num_threads(team)
 #endif
-    for (Py_ssize_t b = 0; b < rows; b++)
-        cell_row(g + b * 4 * hidden, c + b * hidden, out + b * hidden, hidden, clip2);
+    for (Py_ssize_t b = 0; b < rows; b++) {
+        const float *a = add ? add + rows_index[b] * 4 * hidden : NULL;
+        cell_row(g + b * 4 * hidden, a, c + b * hidden, out + b * hidden, hidden, clip2);
+    }
     Py_END_ALLOW_THREADS
 #endif
     Py_RETURN_NONE;
@@ -140,7 +165,7 @@ static PyObject *update(PyObject *self, PyObject *args) {
 
 static PyMethodDef methods[] = {
     {"available", available, METH_NOARGS, "Whether this CPU can run the kernel (x86-64 with AVX2 and FMA)."},
-    {"update", update, METH_VARARGS, "update(gates, c2, m, rows, hidden, clip2, threads): one LSTM cell step, in place."},
+    {"update", update, METH_VARARGS, "update(gates, c2, m, rows, hidden, clip2, threads, addend, addend_rows, index): one LSTM cell step, in place."},
     {NULL, NULL, 0, NULL},
 };
 

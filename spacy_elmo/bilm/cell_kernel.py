@@ -36,18 +36,33 @@ def usable(x: torch.Tensor) -> bool:
     return ENABLED and x.device.type == "cpu" and x.dtype == torch.float32 and not torch.is_grad_enabled() and available()
 
 
-def update(gates: torch.Tensor, c2: torch.Tensor, m: torch.Tensor, cell_clip: float) -> None:
+def update(
+    gates: torch.Tensor,
+    c2: torch.Tensor,
+    m: torch.Tensor,
+    cell_clip: float,
+    addend: Optional[torch.Tensor] = None,
+    addend_index: Optional[torch.Tensor] = None,
+) -> None:
     """`lstm._cell_update` from the gates' pre-activations (j's doubled), in place.
 
     gates (rows, 4H): the step product without activation; c2 (rows, H): the
     doubled cell, updated; m (rows, H): receives o (sigmoid(c2) - 1/2).
+    addend (n, 4H) and addend_index (rows,) int64: row b's gates get
+    addend[addend_index[b]] added first (the input products of a layer whose
+    inputs are rows of a token table, computed once per distinct token).
     """
     rows, hidden = c2.shape
-    for t, shape in ((gates, (rows, 4 * hidden)), (c2, (rows, hidden)), (m, (rows, hidden))):
-        if t.shape != shape or t.dtype != torch.float32 or t.device.type != "cpu" or not t.is_contiguous():
-            raise ValueError(f"cell kernel: expected a contiguous float32 CPU tensor of shape {shape}, got {t.dtype} {tuple(t.shape)}")
+    checks = [(gates, (rows, 4 * hidden), torch.float32), (c2, (rows, hidden), torch.float32), (m, (rows, hidden), torch.float32)]
+    if addend is not None:
+        checks += [(addend, (addend.shape[0], 4 * hidden), torch.float32), (addend_index, (rows,), torch.int64)]
+    for t, shape, dtype in checks:
+        if t is None or t.shape != shape or t.dtype != dtype or t.device.type != "cpu" or not t.is_contiguous():
+            got = "None" if t is None else f"{t.dtype} {tuple(t.shape)}"
+            raise ValueError(f"cell kernel: expected a contiguous {dtype} CPU tensor of shape {shape}, got {got}")
     clip2 = 2.0 * cell_clip if cell_clip else float("inf")
-    _lstm_cell.update(gates.data_ptr(), c2.data_ptr(), m.data_ptr(), rows, hidden, clip2, torch.get_num_threads())
+    add = (addend.data_ptr(), addend.shape[0], addend_index.data_ptr()) if addend is not None else (0, 0, 0)
+    _lstm_cell.update(gates.data_ptr(), c2.data_ptr(), m.data_ptr(), rows, hidden, clip2, torch.get_num_threads(), *add)
 
 
 __all__ = ["ENABLED", "available", "update", "usable"]

@@ -107,11 +107,17 @@ class BiLSTMStack(nn.Module):
         inputs: torch.Tensor,
         lengths: torch.Tensor,
         state: Optional[LSTMState] = None,
+        token_rows: Optional[Tuple[torch.Tensor, torch.Tensor]] = None,
     ) -> Tuple[List[torch.Tensor], LSTMState]:
         """Run both directions.
 
         inputs: (2, batch, time, projection_dim) in processing order.
         lengths: (batch,) int64 on CPU.
+        token_rows: optionally (table, index) with inputs == table[index]
+            (index (2, batch, time) int64): the inputs are rows of a token
+            table. Inference with the compiled cell kernel then computes the
+            first layer's input products once per table row instead of once
+            per position; the results agree to ~1e-7 either way.
         Returns each layer's output (2, batch, time, projection_dim) in
         processing order (zeros past a row's length) and the final state of
         every row (its state after its own last step).
@@ -126,6 +132,8 @@ class BiLSTMStack(nn.Module):
             order_t = torch.tensor(order, device=inputs.device)
             inputs = inputs[:, order_t]
             state = state.select(order_t)
+            if token_rows is not None:
+                token_rows = (token_rows[0], token_rows[1][:, order_t])
         sorted_lengths = [lengths_list[i] for i in order]
         outputs: List[torch.Tensor] = []
         finals_h, finals_c = [], []
@@ -134,7 +142,8 @@ class BiLSTMStack(nn.Module):
             layer_input = x
             if self.training and self.dropout > 0:
                 layer_input = nn.functional.dropout(layer_input, self.dropout, True)
-            out, h_n, c_n = self.run_layer(layer, layer_input, sorted_lengths, state.h[layer], state.c[layer])
+            rows = token_rows if layer == 0 else None
+            out, h_n, c_n = self.run_layer(layer, layer_input, sorted_lengths, state.h[layer], state.c[layer], rows)
             if self.use_skip_connections and layer > 0:
                 out = out + x
             outputs.append(out)
@@ -156,11 +165,13 @@ class BiLSTMStack(nn.Module):
         lengths: List[int],
         h0: torch.Tensor,
         c0: torch.Tensor,
+        token_rows: Optional[Tuple[torch.Tensor, torch.Tensor]] = None,
     ) -> Tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
-        """One layer, both directions; rows sorted by decreasing length."""
+        """One layer, both directions; rows sorted by decreasing length (token_rows: see `forward`)."""
         if not torch.is_grad_enabled():
             clips = (self.cell_clip or 0.0, self.proj_clip or 0.0)
-            return _recurrence_inference(inputs, h0, c0, self._inference_weights(layer, inputs), lengths, clips)
+            weights = self._inference_weights(layer, inputs)
+            return _recurrence_inference(inputs, h0, c0, weights, lengths, clips, token_rows)
         _, batch, time, _ = inputs.shape
         H = self.hidden
         # every timestep's input product at once, with the bias and TF's forget +1
@@ -190,7 +201,8 @@ class BiLSTMStack(nn.Module):
         kept = self._kept_weights.get(layer)
         if kept is not None and kept[0] == key:
             return kept[1]
-        weights = _prepare_inference_weights(*(p.detach().to(like.dtype) for p in params), on_onednn)
+        split = on_onednn and layer == 0  # the first layer's inputs may come as token-table rows
+        weights = _prepare_inference_weights(*(p.detach().to(like.dtype) for p in params), on_onednn, split)
         if sum(p.numel() * p.element_size() for p in params) <= INFERENCE_WEIGHTS_CACHED_BYTES:
             self._kept_weights[layer] = (key, weights)
         return weights
@@ -215,26 +227,43 @@ class _InferenceWeights(NamedTuple):
     """One layer's weights for `_recurrence_inference`: the j gate scaled by 2 and
     TF's forget +1 in the bias; the projection doubled (the loop carries m / 2).
 
-    On oneDNN only `packed` is set: per direction, the packed `[W_ih; W_hh]`,
-    the packed projection and the bias. On MKL: `stacked` (2, 2P, 4H),
-    `bias` (2, 1, 4H) and `proj2` (2, H, P).
+    On oneDNN only `packed` is set, one `_PackedDirection` per direction.
+    On MKL: `stacked` (2, 2P, 4H), `bias` (2, 1, 4H) and `proj2` (2, H, P).
     """
 
     stacked: Optional[torch.Tensor] = None
     bias: Optional[torch.Tensor] = None
     proj2: Optional[torch.Tensor] = None
-    packed: Optional[Tuple[Tuple[torch.Tensor, torch.Tensor, torch.Tensor], ...]] = None
+    packed: Optional[Tuple["_PackedDirection", ...]] = None
 
 
-def _prepare_inference_weights(w_ih, w_hh, bias, w_proj, on_onednn: bool) -> _InferenceWeights:
+class _PackedDirection(NamedTuple):
+    """One direction's weights packed for oneDNN: `[W_ih; W_hh]`, the projection,
+    the bias, and (first layer only) `W_ih` and `W_hh` apart, for token-table inputs."""
+
+    gates: torch.Tensor
+    out: torch.Tensor
+    bias: torch.Tensor
+    input: Optional[torch.Tensor] = None
+    recurrent: Optional[torch.Tensor] = None
+
+
+def _prepare_inference_weights(w_ih, w_hh, bias, w_proj, on_onednn: bool, split: bool = False) -> _InferenceWeights:
     H = w_ih.shape[2] // 4
     scale = w_ih.new_ones((4 * H,))
     scale[3 * H :] = 2.0
     stacked = torch.cat([w_ih, w_hh], dim=1).mul_(scale)
     bias = (bias + _forget_offset(H, bias)) * scale
     if on_onednn:
+        P = w_ih.shape[1]
         packed = tuple(
-            (onednn.pack(stacked[d].t()), onednn.pack(w_proj[d].t() * 2.0), bias[d].reshape(-1).contiguous())
+            _PackedDirection(
+                onednn.pack(stacked[d].t()),
+                onednn.pack(w_proj[d].t() * 2.0),
+                bias[d].reshape(-1).contiguous(),
+                onednn.pack(stacked[d, :P].t()) if split else None,
+                onednn.pack(stacked[d, P:].t()) if split else None,
+            )
             for d in range(2)
         )
         return _InferenceWeights(packed=packed)
@@ -277,7 +306,7 @@ def _cell_update(gates, c2, m, cell_clip):
     torch.sigmoid(c2, out=m).sub_(0.5).mul_(s_o)
 
 
-def _recurrence_inference(inputs, h0, c0, weights, lengths, clips):
+def _recurrence_inference(inputs, h0, c0, weights, lengths, clips, token_rows=None):
     """One layer without autograd: per step, one product of `[x_t, h]` with `[W_ih; W_hh]`.
 
     inputs (2, batch, time, P), rows sorted by decreasing length; `weights`
@@ -293,14 +322,20 @@ def _recurrence_inference(inputs, h0, c0, weights, lengths, clips):
     packed for it), else through MKL's `baddbmm` with both directions batched.
     """
     if weights.packed is not None:
-        return _recurrence_inference_onednn(inputs, h0, c0, weights.packed, lengths, clips)
+        return _recurrence_inference_onednn(inputs, h0, c0, weights.packed, lengths, clips, token_rows)
     return _recurrence_inference_mkl(inputs, h0, c0, weights.stacked, weights.bias, weights.proj2, lengths, clips)
 
 
-def _recurrence_inference_onednn(inputs, h0, c0, packed, lengths, clips):
+def _recurrence_inference_onednn(inputs, h0, c0, packed, lengths, clips, token_rows=None):
     """`_recurrence_inference` on oneDNN: one direction at a time, the sigmoid fused
     into the product, or with the compiled cell kernel where it is usable (the
     product without activation, then sigmoids and cell update in one pass).
+
+    With the kernel and `token_rows` (the first layer, see `BiLSTMStack.forward`),
+    the input products are computed once per token-table row and the kernel
+    adds each row's before its sigmoids, so a step's product is `h W_hh` alone
+    (K = P instead of 2P): the input half of the first layer's products is
+    done per distinct token instead of per position.
 
     With packed weights oneDNN's rows are the same bits at every product
     height; the heights are rounded up by `onednn.padded_rows` (finished or
@@ -315,33 +350,67 @@ def _recurrence_inference_onednn(inputs, h0, c0, packed, lengths, clips):
     h_n, c_n = h0.clone(), c0.clone()
     rows = onednn.padded_rows(batch)
     fused_cell = cell_kernel.usable(inputs)
-    for d, (w_gates, w_out, bias_d) in enumerate(packed):
-        xh = inputs.new_zeros((rows, 2 * P))  # [x_t, h_{t-1}] of the active rows
-        xh[:batch, P:] = h0[d]
+    split = fused_cell and token_rows is not None and packed[0].input is not None
+    for d, w in enumerate(packed):
         c2 = inputs.new_zeros((rows, H))
         c2[:batch] = c0[d] * 2.0
         m = inputs.new_empty((rows, H))
         x_d, out_d = inputs[d], out[d]
+        if split:
+            table, index = token_rows
+            input_products = _table_products(table, w.input, w.bias)
+            table_rows = index.new_zeros((time, rows))  # per step, each row's table row
+            table_rows[:, :batch] = index[d].t()
+            h = inputs.new_zeros((rows, P))  # h_{t-1}; a step's height never grows
+            h[:batch] = h0[d]
+        else:
+            xh = inputs.new_zeros((rows, 2 * P))  # [x_t, h_{t-1}] of the active rows
+            xh[:batch, P:] = h0[d]
         for t in range(max_len):
             a = counts[t]
             height = onednn.padded_rows(a)  # <= rows: padded_rows is non-decreasing
-            xa = xh[:height]
-            xa[:a, :P] = x_d[:a, t]
-            if fused_cell:
-                cell_kernel.update(onednn.linear(xa, w_gates, bias_d), c2[:height], m[:height], cell_clip)
+            if split:
+                gates = onednn.linear(h[:height], w.recurrent)
+                cell_kernel.update(gates, c2[:height], m[:height], cell_clip, input_products, table_rows[t, :height])
             else:
-                _cell_update(onednn.linear(xa, w_gates, bias_d, "sigmoid"), c2[:height], m[:height], cell_clip)
-            h = onednn.linear(m[:height], w_out)
+                xa = xh[:height]
+                xa[:a, :P] = x_d[:a, t]
+                if fused_cell:
+                    cell_kernel.update(onednn.linear(xa, w.gates, w.bias), c2[:height], m[:height], cell_clip)
+                else:
+                    _cell_update(onednn.linear(xa, w.gates, w.bias, "sigmoid"), c2[:height], m[:height], cell_clip)
+            h = onednn.linear(m[:height], w.out)
             if proj_clip:
                 h.clamp_(-proj_clip, proj_clip)
             out_d[:a, t] = h[:a]
-            xa[:, P:] = h
+            if not split:
+                xa[:, P:] = h
             # rows whose last step this is keep their final state
             end = counts[t + 1] if t + 1 < max_len else 0
             if end < a:
                 h_n[d, end:a] = h[end:a]
                 c_n[d, end:a] = c2[end:a] * 0.5
     return out, h_n, c_n
+
+
+# token-table input products are computed this many rows at a time (oneDNN's rows
+# with packed weights are the same bits at every height up to here, measured)
+TABLE_PRODUCT_ROWS = 1024
+
+
+def _table_products(table: torch.Tensor, packed_input: torch.Tensor, bias: torch.Tensor) -> torch.Tensor:
+    """`table W_ih + bias` (n, 4H), in products of at most TABLE_PRODUCT_ROWS rows,
+    each at a rounded height (see `onednn.padded_rows`)."""
+    n = table.shape[0]
+    out = table.new_empty((n, bias.shape[0]))
+    for start in range(0, n, TABLE_PRODUCT_ROWS):
+        part = table[start : start + TABLE_PRODUCT_ROWS]
+        k = part.shape[0]
+        height = onednn.padded_rows(k)
+        if height != k:
+            part = torch.cat([part, part.new_zeros((height - k, part.shape[1]))])
+        out[start : start + k] = onednn.linear(part.contiguous(), packed_input, bias)[:k]
+    return out
 
 
 def _recurrence_inference_mkl(inputs, h0, c0, w_stacked, bias, w_proj2, lengths, clips):

@@ -225,8 +225,9 @@ class BiLM(nn.Module):
         token_vectors = self.encode_tokens(tokens)
         device = token_vectors.device
         start = self._start_state(token_vectors).select(torch.zeros(len(sentences), dtype=torch.long, device=device))
-        inputs = token_vectors[torch.from_numpy(index).to(device)]
-        outputs, _ = self.lstm(inputs, torch.tensor(lengths_list, dtype=torch.long), start)
+        index_t = torch.from_numpy(index).to(device)
+        inputs = token_vectors[index_t]
+        outputs, _ = self.lstm(inputs, torch.tensor(lengths_list, dtype=torch.long), start, token_rows=(token_vectors, index_t))
         stacked = _stack_layers(inputs, outputs, lengths_list)
         return BiLMOutput(stacked, torch.tensor(lengths_list, dtype=torch.long, device=device))
 
@@ -243,8 +244,9 @@ class BiLM(nn.Module):
             tuple((p._version, p.data_ptr()) for p in self.parameters()),
         )
         if self._start is None or self._start[0] != key:
-            first = token_vectors[torch.tensor([[[0]], [[1]]], device=token_vectors.device)]  # (2, 1, 1, dim)
-            _, start = self.lstm(first, torch.tensor([1]))
+            index = torch.tensor([[[0]], [[1]]], device=token_vectors.device)
+            first = token_vectors[index]  # (2, 1, 1, dim)
+            _, start = self.lstm(first, torch.tensor([1]), token_rows=(token_vectors, index))
             self._start = (key, start)
         return self._start[1]
 
@@ -266,10 +268,12 @@ class BiLM(nn.Module):
         training uses this directly, with a different input per direction.
         """
         token_vectors = self.encode_tokens(list(tokens))
-        inputs = token_vectors[torch.from_numpy(numpy.ascontiguousarray(index)).to(token_vectors.device)]
+        index_t = torch.from_numpy(numpy.ascontiguousarray(index)).to(token_vectors.device)
+        inputs = token_vectors[index_t]
         if state is None and self.stateful:
             state = self._carried_state(index.shape[1], inputs)
-        outputs, final = self.lstm(inputs, torch.tensor(list(lengths), dtype=torch.long), state)
+        lengths_t = torch.tensor(list(lengths), dtype=torch.long)
+        outputs, final = self.lstm(inputs, lengths_t, state, token_rows=(token_vectors, index_t))
         if self.stateful:
             self._carry(final)
         return inputs, outputs, final

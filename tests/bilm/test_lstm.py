@@ -221,9 +221,9 @@ def test_cell_kernel_rows_do_not_depend_on_batch_or_threads():
 def test_cell_kernel_rejects_buffers_it_cannot_read():
     kernel = _needs_kernel()
     gates, c2, m = torch.zeros(4, 32), torch.zeros(4, 8), torch.zeros(4, 8)
-    with pytest.raises(ValueError, match="contiguous float32"):
+    with pytest.raises(ValueError, match="contiguous torch.float32"):
         kernel.update(gates.double(), c2, m, 0.0)
-    with pytest.raises(ValueError, match="contiguous float32"):
+    with pytest.raises(ValueError, match="contiguous torch.float32"):
         kernel.update(gates, torch.zeros(8, 4).t(), m, 0.0)
     with pytest.raises(ValueError, match=r"shape \(4, 32\)"):
         kernel.update(torch.zeros(4, 31), c2, m, 0.0)
@@ -314,3 +314,66 @@ def test_a_stack_with_kept_weights_copies_and_pickles():
             assert not clone._kept_weights
             got, _ = clone(x, torch.tensor([5, 3, 1]))
             assert all(torch.equal(a, b) for a, b in zip(got, expected))
+
+
+def test_cell_kernel_adds_table_rows_before_the_sigmoids():
+    from spacy_elmo.bilm.lstm import _cell_update
+
+    kernel = _needs_kernel()
+    torch.manual_seed(2)
+    rows, hidden = 37, 19
+    gates, table = torch.randn(rows, 4 * hidden), torch.randn(6, 4 * hidden) * 2
+    index = torch.randint(0, 6, (rows,))
+    c2 = torch.randn(rows, hidden)
+    c_torch, m_torch = c2.clone(), torch.empty(rows, hidden)
+    _cell_update(torch.sigmoid(gates + table[index]), c_torch, m_torch, 3.0)
+    c_kernel, m_kernel = c2.clone(), torch.empty(rows, hidden)
+    kernel.update(gates, c_kernel, m_kernel, 3.0, table, index)
+    torch.testing.assert_close(c_kernel, c_torch, rtol=0, atol=5e-7)
+    torch.testing.assert_close(m_kernel, m_torch, rtol=0, atol=5e-7)
+    with pytest.raises(IndexError, match=r"addend row 6 out of range \[0, 6\)"):
+        kernel.update(gates, c2.clone(), m_kernel, 3.0, table, torch.full((rows,), 6))
+    with pytest.raises(ValueError, match="torch.int64"):
+        kernel.update(gates, c2.clone(), m_kernel, 3.0, table, index.int())
+
+
+@pytest.mark.parametrize("use_kernel", [True, False])
+def test_token_table_inputs_give_the_same_layers(monkeypatch, use_kernel):
+    """Inputs given as rows of a token table (first-layer input products per
+    distinct token, with the kernel) agree with the same inputs given dense."""
+    from spacy_elmo.bilm import cell_kernel, onednn
+
+    if use_kernel:
+        _needs_kernel()
+    monkeypatch.setattr(cell_kernel, "ENABLED", use_kernel)
+    stack = _stack(cell_clip=0.5).float()
+    table = torch.randn(7, 4) * 2
+    index = torch.randint(0, 7, (2, 9, 25))
+    lengths = torch.tensor([3, 25, 0, 1, 25, 7, 8, 15, 2])  # unsorted: rows are reordered inside
+    state = LSTMState(tuple(torch.randn(2, 9, 4) for _ in range(2)), tuple(torch.randn(2, 9, 8) for _ in range(2)))
+    calls = []
+    real_products = __import__("spacy_elmo.bilm.lstm", fromlist=["_table_products"])._table_products
+    monkeypatch.setattr("spacy_elmo.bilm.lstm._table_products", lambda *a: calls.append(1) or real_products(*a))
+    with torch.no_grad():
+        if not onednn.usable(table):
+            pytest.skip("this PyTorch build has no oneDNN linear operators (or they are disabled)")
+        rows, final_rows = stack(table[index], lengths, state, token_rows=(table, index))
+        dense, final_dense = stack(table[index], lengths, state)
+    assert bool(calls) == use_kernel  # the per-token products are the kernel's path only
+    for p, q in zip([*rows, *final_rows.h, *final_rows.c], [*dense, *final_dense.h, *final_dense.c]):
+        torch.testing.assert_close(p, q, rtol=0, atol=1e-6)
+
+
+def test_table_products_are_the_same_bits_in_any_chunking(monkeypatch):
+    """Rows of the per-token input products do not depend on how the table is cut."""
+    from spacy_elmo.bilm import lstm, onednn
+
+    table, weight, bias = torch.randn(301, 16), torch.randn(64, 16), torch.randn(64)
+    with torch.no_grad():
+        if not onednn.usable(table):
+            pytest.skip("this PyTorch build has no oneDNN linear operators (or they are disabled)")
+        packed = onednn.pack(weight)
+        whole = lstm._table_products(table, packed, bias)
+        monkeypatch.setattr(lstm, "TABLE_PRODUCT_ROWS", 40)  # 7 chunks of 40 and a padded 21
+        assert torch.equal(lstm._table_products(table, packed, bias), whole)
+    torch.testing.assert_close(whole, table @ weight.t() + bias, rtol=0, atol=1e-5)
