@@ -394,23 +394,24 @@ def _recurrence_inference_onednn(inputs, h0, c0, packed, lengths, clips, token_r
 
 
 # token-table input products are computed this many rows at a time (oneDNN's rows
-# with packed weights are the same bits at every height up to here, measured)
-TABLE_PRODUCT_ROWS = 1024
+# with packed weights are the same bits at every height from 3 up to here, measured)
+TABLE_PRODUCT_ROWS = 8192
 
 
 def _table_products(table: torch.Tensor, packed_input: torch.Tensor, bias: torch.Tensor) -> torch.Tensor:
     """`table W_ih + bias` (n, 4H), in products of at most TABLE_PRODUCT_ROWS rows,
-    each at a rounded height (see `onednn.padded_rows`)."""
+    each at a rounded height (see `onednn.padded_rows`); one product, not
+    copied, for a batch's table (at most `embed`'s 8,192 tokens)."""
     n = table.shape[0]
-    out = table.new_empty((n, bias.shape[0]))
+    parts = []
     for start in range(0, n, TABLE_PRODUCT_ROWS):
         part = table[start : start + TABLE_PRODUCT_ROWS]
         k = part.shape[0]
         height = onednn.padded_rows(k)
         if height != k:
             part = torch.cat([part, part.new_zeros((height - k, part.shape[1]))])
-        out[start : start + k] = onednn.linear(part.contiguous(), packed_input, bias)[:k]
-    return out
+        parts.append(onednn.linear(part.contiguous(), packed_input, bias)[:k])
+    return parts[0] if len(parts) == 1 else torch.cat(parts)
 
 
 def _recurrence_inference_mkl(inputs, h0, c0, w_stacked, bias, w_proj2, lengths, clips):

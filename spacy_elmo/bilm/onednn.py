@@ -6,10 +6,12 @@ in cache) as `torch.ops.mkldnn`, the operators `torch.compile` emits for
 frozen CPU graphs. At the biLM's shapes it beats `addmm` followed by a
 separate activation pass: measured on 2 threads, a [256, 256] x [256, 4096]
 LSTM step product with its sigmoid ran 1.37x faster, and the LSTMs as a whole
-1.1-1.2x (benchmarks/RESULTS.md). With packed weights its rows are also the
-same bits whatever the product's height (measured for every height from 1 to
-1,200 on 1 and 2 threads), where MKL switches kernels below 4 rows; with
-plain weights (the token encoder's) 1-row products differ, 2 and more agree.
+1.1-1.2x (benchmarks/RESULTS.md). Its rows are the same bits whatever the
+product's height once it is a few rows high: with packed weights from 3 rows
+up (measured up to 8,193 rows for three shapes, with and without bias, 1 and
+2 threads; 1- and 2-row products differ), with plain weights (the token
+encoder's) from 2 rows up; MKL switches kernels below 4 rows. Every product
+here is therefore kept at least MIN_ROWS high.
 
 Used only without autograd, for float32 CPU tensors outside autocast, where
 the operators exist, `torch.backends.mkldnn` is enabled and a first small
@@ -63,9 +65,9 @@ def usable(x: torch.Tensor) -> bool:
     )
 
 
-# the fewest rows a product is given: with plain (unpacked) weights oneDNN's 1-row
-# products differ in the last bits from taller ones (measured for every height
-# from 2 to 700, small and shipped shapes, 1 and 2 threads: those agree)
+# the fewest rows a product is given: oneDNN's 1-row products (and 2-row ones with
+# packed weights) differ in the last bits from taller ones, which agree at every
+# height measured (see the module docstring)
 MIN_ROWS = 8
 
 
