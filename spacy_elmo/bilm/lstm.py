@@ -381,9 +381,7 @@ def _recurrence_inference_onednn(inputs, h0, c0, packed, lengths, clips, token_r
                     cell_kernel.update(onednn.linear(xa, w.gates, w.bias), c2[:height], m[:height], cell_clip)
                 else:
                     _cell_update(onednn.linear(xa, w.gates, w.bias, "sigmoid"), c2[:height], m[:height], cell_clip)
-            h = onednn.linear(m[:height], w.out)
-            if proj_clip:
-                h.clamp_(-proj_clip, proj_clip)
+            h = onednn.linear(m[:height], w.out, clip=proj_clip)
             out_d[:a, t] = h[:a]
             if not split:
                 xa[:, P:] = h

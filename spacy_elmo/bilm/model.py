@@ -402,15 +402,19 @@ def _stack_layers(inputs: torch.Tensor, outputs: List[torch.Tensor], lengths: Se
     Layer 0 is the token vector twice (masked past each row's length); the
     backward direction's outputs are reversed within each row.
     """
-    time = inputs.shape[2]
+    _, batch, time, P = inputs.shape
     device = inputs.device
     mask = torch.arange(time)[None, :] < torch.tensor(list(lengths), dtype=torch.long)[:, None]
-    reverse = _reverse_index(lengths, time).to(device)
-    layers = [torch.cat([inputs[0], inputs[0]], dim=-1) * mask.to(device)[..., None].to(inputs.dtype)]
-    for out in outputs:
-        backward = out[1].gather(1, reverse[..., None].expand(-1, -1, out.shape[-1]))
-        layers.append(torch.cat([out[0], backward], dim=-1))
-    return torch.stack(layers)
+    reverse = _reverse_index(lengths, time).to(device)[..., None].expand(-1, -1, P)
+    # written into one (L+1, batch, time, 2P) tensor (slice assignments, which
+    # autograd follows): no per-layer cat and stack
+    layers = inputs.new_empty((len(outputs) + 1, batch, time, 2 * P))
+    layers[0, ..., :P] = inputs[0] * mask.to(device)[..., None].to(inputs.dtype)
+    layers[0, ..., P:] = layers[0, ..., :P]
+    for i, out in enumerate(outputs, 1):
+        layers[i, ..., :P] = out[0]
+        layers[i, ..., P:] = out[1].gather(1, reverse)
+    return layers
 
 
 def _reverse_index(lengths: Sequence[int], time: int) -> torch.Tensor:

@@ -45,8 +45,14 @@ def _works() -> bool:
                     x = torch.linspace(-1.0, 1.0, 24).view(3, 8)
                     w = torch.linspace(-0.5, 0.7, 40).view(5, 8)
                     b = torch.linspace(0.1, 0.3, 5)
-                    got = _LINEAR(x, _PACK(w, None), b, "sigmoid", [], "")
-                    _WORKS = bool(torch.allclose(got, torch.sigmoid(torch.addmm(b, x, w.t())), atol=1e-6))
+                    packed = _PACK(w, None)
+                    expected = torch.addmm(b, x, w.t())
+                    got = _LINEAR(x, packed, b, "sigmoid", [], "")
+                    clipped = _LINEAR(x, packed, b, "hardtanh", [-0.2, 0.3], "")
+                    _WORKS = bool(
+                        torch.allclose(got, torch.sigmoid(expected), atol=1e-6)
+                        and torch.allclose(clipped, expected.clamp(-0.2, 0.3), atol=1e-6)
+                    )
             except RuntimeError:  # e.g. a CPU or build whose oneDNN lacks the primitive
                 pass
     return _WORKS
@@ -89,8 +95,20 @@ def pack(weight: torch.Tensor) -> torch.Tensor:
     return _PACK(weight.detach().contiguous(), None)
 
 
-def linear(x: torch.Tensor, packed: torch.Tensor, bias: Optional[torch.Tensor] = None, activation: str = "none") -> torch.Tensor:
-    """`activation(x @ W.T + bias)` with W packed by `pack`; activation: "none", "sigmoid" or "relu"."""
+def linear(
+    x: torch.Tensor,
+    packed: torch.Tensor,
+    bias: Optional[torch.Tensor] = None,
+    activation: str = "none",
+    clip: float = 0.0,
+) -> torch.Tensor:
+    """`activation(x @ W.T + bias)` with W packed by `pack`; activation: "none",
+    "sigmoid" or "relu"; with `clip` (> 0, activation "none") the result is
+    clamped to +-clip in the same pass (oneDNN's "hardtanh")."""
+    if clip:
+        if activation != "none":
+            raise ValueError(f"a clip goes with activation 'none', not {activation!r}")
+        return _LINEAR(x, packed, bias, "hardtanh", [-clip, clip], "")
     return _LINEAR(x, packed, bias, activation, [], "")
 
 
