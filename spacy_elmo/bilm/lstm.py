@@ -397,6 +397,10 @@ def _recurrence_inference_onednn(inputs, h0, c0, packed, lengths, clips, token_r
 # token-table input products are computed this many rows at a time (oneDNN's rows
 # with packed weights are the same bits at every height from 3 up to here, measured)
 TABLE_PRODUCT_ROWS = 8192
+# tables of more rows than this are computed at a multiple of it (a few dozen rows
+# more): a batch's table height follows its vocabulary, and oneDNN keeps a kernel
+# per height, so the heights are kept to a handful
+TABLE_ROUNDING = 256
 
 
 def _table_products(table: torch.Tensor, packed_input: torch.Tensor, bias: torch.Tensor) -> torch.Tensor:
@@ -408,7 +412,7 @@ def _table_products(table: torch.Tensor, packed_input: torch.Tensor, bias: torch
     for start in range(0, n, TABLE_PRODUCT_ROWS):
         part = table[start : start + TABLE_PRODUCT_ROWS]
         k = part.shape[0]
-        height = onednn.padded_rows(k)
+        height = onednn.padded_rows(k) if k <= TABLE_ROUNDING else -(-k // TABLE_ROUNDING) * TABLE_ROUNDING
         if height != k:
             part = torch.cat([part, part.new_zeros((height - k, part.shape[1]))])
         parts.append(onednn.linear(part.contiguous(), packed_input, bias)[:k])
