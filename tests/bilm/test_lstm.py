@@ -97,8 +97,9 @@ def test_no_grad_path_float32_within_reference_tolerance():
         torch.testing.assert_close(p, q.detach(), rtol=0, atol=1e-6)
 
 
-def test_onednn_and_mkl_inference_paths_agree(monkeypatch):
-    """Inference runs on oneDNN where usable (float32 CPU), else on MKL: same numbers."""
+def _float_case_on_onednn():
+    """A float32 stack, inputs with empty and one-step rows, and a random state;
+    skips where oneDNN's operators are not usable."""
     from spacy_elmo.bilm import onednn
 
     stack = _stack().float()
@@ -108,6 +109,14 @@ def test_onednn_and_mkl_inference_paths_agree(monkeypatch):
             pytest.skip("this PyTorch build has no oneDNN linear operators (or they are disabled)")
     lengths = torch.tensor([25, 3, 0, 1, 25, 7, 8, 15, 2])
     state = LSTMState(tuple(torch.randn(2, 9, 4) for _ in range(2)), tuple(torch.randn(2, 9, 8) for _ in range(2)))
+    return stack, x, lengths, state
+
+
+def test_onednn_and_mkl_inference_paths_agree(monkeypatch):
+    """Inference runs on oneDNN where usable (float32 CPU), else on MKL: same numbers."""
+    from spacy_elmo.bilm import onednn
+
+    stack, x, lengths, state = _float_case_on_onednn()
     with torch.no_grad():
         dnn, final_dnn = stack(x, lengths, state)
         monkeypatch.setattr(onednn, "ENABLED", False)
@@ -242,16 +251,10 @@ def test_cell_kernel_is_used_only_where_it_applies(monkeypatch):
 
 def test_inference_with_and_without_the_cell_kernel_agrees(monkeypatch):
     """The oneDNN loop with the kernel (products without activation) and without it."""
-    from spacy_elmo.bilm import cell_kernel, onednn
+    from spacy_elmo.bilm import cell_kernel
 
     _needs_kernel()
-    stack = _stack(cell_clip=0.5).float()
-    x = torch.randn(2, 9, 25, 4) * 2
-    with torch.no_grad():
-        if not onednn.usable(x):
-            pytest.skip("this PyTorch build has no oneDNN linear operators (or they are disabled)")
-    lengths = torch.tensor([25, 3, 0, 1, 25, 7, 8, 15, 2])
-    state = LSTMState(tuple(torch.randn(2, 9, 4) for _ in range(2)), tuple(torch.randn(2, 9, 8) for _ in range(2)))
+    stack, x, lengths, state = _float_case_on_onednn()
     calls = []
     real_update = cell_kernel.update
     monkeypatch.setattr(cell_kernel, "update", lambda *a: calls.append(1) or real_update(*a))
