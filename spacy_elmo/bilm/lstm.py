@@ -194,15 +194,17 @@ class BiLSTMStack(nn.Module):
         second copy of the layer's weights, so the original shapes (134 MB per
         layer) build them per call. The key holds the parameters' versions and
         addresses (any in-place update or new tensor rebuilds them), the dtype,
-        the device and whether oneDNN takes the products.
+        the device, whether oneDNN takes the products and whether the cell
+        kernel reads token-table inputs (the first layer's extra packs).
         """
         params = (self.weight_ih[layer], self.weight_hh[layer], self.bias[layer], self.weight_proj[layer])
         on_onednn = onednn.usable(like)
-        key = (like.dtype, like.device, on_onednn, tuple((p._version, p.data_ptr()) for p in params))
+        # the first layer's inputs may come as token-table rows, which only the kernel path reads
+        split = on_onednn and layer == 0 and cell_kernel.usable(like)
+        key = (like.dtype, like.device, on_onednn, split, tuple((p._version, p.data_ptr()) for p in params))
         kept = self._kept_weights.get(layer)
         if kept is not None and kept[0] == key:
             return kept[1]
-        split = on_onednn and layer == 0  # the first layer's inputs may come as token-table rows
         weights = _prepare_inference_weights(*(p.detach().to(like.dtype) for p in params), on_onednn, split)
         if sum(p.numel() * p.element_size() for p in params) <= INFERENCE_WEIGHTS_CACHED_BYTES:
             self._kept_weights[layer] = (key, weights)

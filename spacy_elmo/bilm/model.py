@@ -245,8 +245,8 @@ class BiLM(nn.Module):
         )
         if self._start is None or self._start[0] != key:
             index = torch.tensor([[[0]], [[1]]], device=token_vectors.device)
-            first = token_vectors[index]  # (2, 1, 1, dim)
-            _, start = self.lstm(first, torch.tensor([1]), token_rows=(token_vectors, index))
+            boundaries = token_vectors[:2]  # the table rows it reads; not the batch's whole table
+            _, start = self.lstm(boundaries[index], torch.tensor([1]), token_rows=(boundaries, index))
             self._start = (key, start)
         return self._start[1]
 

@@ -380,3 +380,18 @@ def test_table_products_are_the_same_bits_in_any_chunking(monkeypatch):
         monkeypatch.setattr(lstm, "TABLE_PRODUCT_ROWS", 40)  # 7 chunks of 40 and a padded 21
         assert torch.equal(lstm._table_products(table, packed, bias), whole)
     torch.testing.assert_close(whole, table @ weight.t() + bias, rtol=0, atol=1e-5)
+
+
+def test_first_layer_input_packs_only_where_the_kernel_reads_them(monkeypatch):
+    from spacy_elmo.bilm import cell_kernel
+
+    stack, x, lengths, state = _float_case_on_onednn()
+    monkeypatch.setattr(cell_kernel, "ENABLED", False)
+    with torch.no_grad():
+        stack(x, lengths, state)
+        assert stack._kept_weights[0][1].packed[0].input is None
+        if cell_kernel.available():
+            monkeypatch.setattr(cell_kernel, "ENABLED", True)
+            stack(x, lengths, state)  # the key changes with the kernel: rebuilt with the packs
+            assert stack._kept_weights[0][1].packed[0].input is not None
+        assert stack._kept_weights[1][1].packed[0].input is None  # never for the upper layers
