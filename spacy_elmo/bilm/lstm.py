@@ -415,9 +415,7 @@ def _table_products(table: torch.Tensor, packed_input: torch.Tensor, bias: torch
         part = table[start : start + TABLE_PRODUCT_ROWS]
         k = part.shape[0]
         height = onednn.padded_rows(k) if k <= TABLE_ROUNDING else -(-k // TABLE_ROUNDING) * TABLE_ROUNDING
-        if height != k:
-            part = torch.cat([part, part.new_zeros((height - k, part.shape[1]))])
-        parts.append(onednn.linear(part.contiguous(), packed_input, bias)[:k])
+        parts.append(onednn.linear(onednn.pad_rows(part, height).contiguous(), packed_input, bias)[:k])
     return parts[0] if len(parts) == 1 else torch.cat(parts)
 
 

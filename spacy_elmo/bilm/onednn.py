@@ -90,6 +90,12 @@ def padded_rows(n: int) -> int:
     return -(-max(n, 1) // granule) * granule
 
 
+def pad_rows(x: torch.Tensor, height: int) -> torch.Tensor:
+    """x (n, k) with zero rows appended up to `height` rows (x itself if n == height)."""
+    n = x.shape[0]
+    return x if height == n else torch.cat([x, x.new_zeros((height - n, x.shape[1]))])
+
+
 def pack(weight: torch.Tensor) -> torch.Tensor:
     """A weight laid out as (out, in), reordered once into oneDNN's blocked format."""
     return _PACK(weight.detach().contiguous(), None)
@@ -112,4 +118,4 @@ def linear(
     return _LINEAR(x, packed, bias, activation, [], "")
 
 
-__all__ = ["ENABLED", "MIN_ROWS", "linear", "pack", "padded_rows", "usable"]
+__all__ = ["ENABLED", "MIN_ROWS", "linear", "pack", "pad_rows", "padded_rows", "usable"]

@@ -172,9 +172,7 @@ def _product(bias: torch.Tensor, x: torch.Tensor, weight: torch.Tensor) -> torch
         return torch.addmm(bias, x, weight)
     use_onednn = onednn.usable(x)
     n = x.shape[0]
-    height = onednn.padded_rows(n) if use_onednn else max(n, MIN_PRODUCT_ROWS)
-    if height > n:
-        x = torch.cat([x, x.new_zeros((height - n, x.shape[1]))])
+    x = onednn.pad_rows(x, onednn.padded_rows(n) if use_onednn else max(n, MIN_PRODUCT_ROWS))
     out = onednn.linear(x, weight.t(), bias) if use_onednn else torch.addmm(bias, x, weight)
     return out[:n]
 
