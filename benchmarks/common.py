@@ -39,6 +39,38 @@ def matmul_rate(size: int = 2048, seconds: float = 2.0, dtype=torch.float32, dev
     return 2.0 * size**3 * n / (time.perf_counter() - start)
 
 
+class RateProbe:
+    """Samples the matmul rate during a run: `sample()` times two 2048 x 2048
+    fp32 products (~0.3 s) and keeps their rates and the time it took, so the
+    caller can leave that time out of its own.
+
+    On this shared machine the rate moves between ~75 and ~150 GFLOP/s from
+    one second to the next, so samples taken through a run (e.g. after each
+    batch, as a progress callback) say more about the rate it ran at than
+    samples before and after it.
+    """
+
+    def __init__(self, size: int = 2048) -> None:
+        self.size = size
+        self.a = torch.randn(size, size)
+        self.b = torch.randn(size, size)
+        for _ in range(2):
+            self.a @ self.b
+        self.rates: list = []
+        self.seconds = 0.0
+
+    def sample(self, *_ignored) -> None:
+        start = time.perf_counter()
+        for _ in range(2):
+            t = time.perf_counter()
+            self.a @ self.b
+            self.rates.append(2.0 * self.size**3 / (time.perf_counter() - t))
+        self.seconds += time.perf_counter() - start
+
+    def mean(self) -> float:
+        return sum(self.rates) / len(self.rates)
+
+
 def _sync(device: str) -> None:
     if device.startswith("cuda"):
         torch.cuda.synchronize()

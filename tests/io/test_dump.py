@@ -113,3 +113,26 @@ def test_torchrun_shards_and_joins(allennlp_dir, input_file, tmp_path):
         for key in a.keys():
             if key.isdigit():
                 numpy.testing.assert_allclose(a[key][...], b[key][...], atol=1e-5)
+
+
+def test_dataset_writer_reuses_types_and_spaces_faithfully(tmp_path):
+    """The writer keeps one type per dtype and one dataspace per shape: every
+    dataset must still come out as h5py's `create_dataset` writes it."""
+    from spacy_elmo.io.dump import _DatasetWriter
+
+    rng = numpy.random.default_rng(0)
+    arrays = [rng.standard_normal(shape).astype(dtype)
+              for shape in [(3, 4, 8), (3, 0, 8), (3, 4, 8), (4, 8), (3, 7, 8)]
+              for dtype in (numpy.float32, numpy.float16)]
+    arrays.append(numpy.asfortranarray(rng.standard_normal((3, 5, 8)).astype(numpy.float32)))
+    with h5py.File(tmp_path / "ours.hdf5", "w") as ours, h5py.File(tmp_path / "theirs.hdf5", "w") as theirs:
+        writer = _DatasetWriter(ours)
+        writer.MAX_SPACES = 2  # also exercise the forgetting of kept dataspaces
+        for i, array in enumerate(arrays):
+            writer.write(str(i), array)
+            theirs.create_dataset(str(i), data=array)
+    with h5py.File(tmp_path / "ours.hdf5", "r") as ours, h5py.File(tmp_path / "theirs.hdf5", "r") as theirs:
+        assert sorted(ours.keys()) == sorted(theirs.keys())
+        for key in theirs:
+            assert ours[key].shape == theirs[key].shape and ours[key].dtype == theirs[key].dtype
+            numpy.testing.assert_array_equal(ours[key][...], theirs[key][...])
