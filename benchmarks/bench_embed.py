@@ -20,8 +20,10 @@ Sections:
 Random weights of the published shapes; no weight files needed. Each section
 measures the machine's fp32 matmul rate in the same run and reports the
 useful work (FLOPs per token counted as the reference does it, see
-common.forward_flops_per_token) as a fraction of it. Run it on an idle
-machine: nothing else may share the cores.
+common.forward_flops_per_token) as a fraction of it. Like the `spacy-elmo`
+commands, it asks PyTorch for huge pages behind large tensors
+(THP_MEM_ALLOC_ENABLE=1 unless set; set it to 0 to measure without). Run it
+on an idle machine: nothing else may share the cores.
 """
 import argparse
 import json
@@ -50,6 +52,8 @@ from common import (  # noqa: E402
     table,
 )
 from reference_impl import ReferenceStyleELMo  # noqa: E402
+
+from spacy_elmo.cli._util import huge_pages, prefer_huge_pages  # noqa: E402
 
 
 def _timed(fn):
@@ -186,6 +190,8 @@ sys.path.insert(0, {bench!r})
 import numpy
 from common import random_model
 from spacy_elmo.io.dump import embed_file
+from spacy_elmo.cli._util import prefer_huge_pages
+prefer_huge_pages()  # as `spacy-elmo embed` does
 model = random_model("small")
 model.enable_cache(50_000)
 samples = []
@@ -378,7 +384,11 @@ def main() -> None:
     args = parser.parse_args()
     if args.threads:
         torch.set_num_threads(args.threads)
-    print(f"Machine: {machine()}\nCommand: python {' '.join(sys.argv)}\nData: {EWT_TRAIN}\n")
+    # as the `spacy-elmo` commands do (before the first large tensor; the memory
+    # section's child process inherits it): huge pages behind large CPU tensors
+    prefer_huge_pages()
+    print(f"Machine: {machine()}\nCommand: python {' '.join(sys.argv)}\nData: {EWT_TRAIN}\n"
+          f"Huge pages for large tensors: {huge_pages()}\n")
     for name in args.sections.split(","):
         print(SECTIONS[name](args), flush=True)
     print(f"Peak RSS of this benchmark process: {peak_rss_mb():,.0f} MiB")

@@ -4,6 +4,7 @@ Commands: pretrain, perplexity, embed, convert, info, corpus, evaluate.
 """
 import typer
 
+from ._util import prefer_huge_pages
 from .convert import convert_cli
 from .corpus import corpus_cli
 from .embed import embed_cli
@@ -15,6 +16,13 @@ from .pretrain import pretrain_cli
 HELP = """ELMo for spaCy: pretrain a biLM, embed text, convert and inspect weights."""
 
 app = typer.Typer(name="elmo", help=HELP, no_args_is_help=True, add_completion=False)
+
+
+@app.callback()
+def _before_every_command() -> None:
+    """Process settings every command wants, applied before it loads a model."""
+    prefer_huge_pages()
+
 
 _EXTRA_ARGS = {"allow_extra_args": True, "ignore_unknown_options": True}
 app.command("pretrain", context_settings=_EXTRA_ARGS)(pretrain_cli)

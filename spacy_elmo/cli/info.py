@@ -8,14 +8,18 @@ import typer
 from wasabi import msg
 
 from ..bilm import cell_kernel, onednn
-from ._util import load_weights_or_fail
+from ._util import huge_pages, load_weights_or_fail
 
 
 def cpu_inference() -> dict:
-    """Which fast paths this install's CPU inference takes (both optional)."""
+    """Which fast paths this install's CPU inference takes (all optional)."""
     with torch.no_grad():
         on_onednn = onednn.usable(torch.zeros(1))
-    return {"onednn_products": on_onednn, "compiled_cell_kernel": on_onednn and cell_kernel.available()}
+    return {
+        "onednn_products": on_onednn,
+        "compiled_cell_kernel": on_onednn and cell_kernel.available(),
+        "huge_page_tensors": huge_pages()["in_use"],
+    }
 
 
 def info_cli(
