@@ -11,7 +11,9 @@ Sections:
             with the rate sampled after every batch (that time left out)
   original  published "original" shapes (LSTM 4096/512, 2 highways)
   memory    peak RSS embedding all of EWT train with `embed`, sampled along the way
-  profile   where the time goes, per stage (small shapes)
+  profile   where the time goes, per stage (small shapes, no cache, torch's profiler)
+  breakdown where `embed`'s time goes end to end: every matrix product timed
+            with its FLOPs, the cell kernel, the encoder, the HDF5 writes
   ab        the inference speed-ups one at a time: `embed` (small shapes, token
             cache on, HDF5 written) with each switched off and on, runs
             alternating in one process, median per setting (--ab-runs)
@@ -277,6 +279,99 @@ def section_profile(args) -> str:
     )
 
 
+PRODUCT_NAMES = {
+    (128, 4096): "LSTM layer 0: step products h W_hh (K=128)",
+    (256, 4096): "LSTM layer 1: step products [x, h] W (K=256)",
+    (1024, 128): "LSTM projections m W_proj, clipped",
+    (2048, 4096): "highway",
+    (2048, 128): "token projection",
+}
+
+
+def section_breakdown(args) -> str:
+    """Where `embed`'s time goes, end to end (small shapes, token cache on, HDF5
+    written): each product timed with its FLOPs, the cell kernel, the stages."""
+    from spacy_elmo.bilm import cell_kernel, lstm, model as model_module, onednn
+    from spacy_elmo.io import dump
+
+    model = random_model("small")
+    sentences = ewt_sentences(args.sentences)
+    n_tokens = sum(map(len, sentences))
+    spent = {}  # label -> [seconds, flops, calls]
+    in_table = [False]
+
+    def timed(owner, name, label_of):
+        original = getattr(owner, name)
+
+        def wrapper(*a, **k):
+            start = time.perf_counter()
+            out = original(*a, **k)
+            label, flops = label_of(a, k, out)
+            entry = spent.setdefault(label, [0.0, 0, 0])
+            entry[0] += time.perf_counter() - start
+            entry[1] += flops
+            entry[2] += 1
+            return out
+
+        setattr(owner, name, wrapper)
+        return original
+
+    def product(a, k, out):
+        x = a[0]
+        shape = (x.shape[1], out.shape[1])
+        name = "LSTM layer 0: input products per distinct token (K=128)" if in_table[0] else PRODUCT_NAMES.get(shape, f"product K={shape[0]} N={shape[1]}")
+        if shape[0] == 16 * 7:
+            name = "character CNN (all widths as one product)"
+        return name, 2 * x.shape[0] * x.shape[1] * out.shape[1]
+
+    def table_products(*a, **k):
+        in_table[0] = True
+        try:
+            return original_table(*a, **k)
+        finally:
+            in_table[0] = False
+
+    originals = [
+        (onednn, "linear", timed(onednn, "linear", product)),
+        (cell_kernel, "update", timed(cell_kernel, "update", lambda a, k, out: ("LSTM cell kernel (sigmoids, cell, m)", 0))),
+        (lstm, "_recurrence_inference", timed(lstm, "_recurrence_inference", lambda a, k, out: ("= LSTM layers in all", 0))),
+        (model_module.BiLM, "encode_tokens", timed(model_module.BiLM, "encode_tokens", lambda a, k, out: ("= token encoder in all", 0))),
+        (model_module, "_stack_layers", timed(model_module, "_stack_layers", lambda a, k, out: ("output layers assembled", 0))),
+        (dump._DatasetWriter, "write", timed(dump._DatasetWriter, "write", lambda a, k, out: ("HDF5 writes (one dataset per sentence)", 0))),
+    ]
+    original_table = lstm._table_products
+    lstm._table_products = table_products
+    try:
+        with tempfile.TemporaryDirectory() as tmp:
+            text = _write_sentences(sentences, tmp)
+            _embed_file_speed(model, text, n_tokens)  # warm-up: oneDNN's kernels, the kept weights
+            spent.clear()
+            probe = RateProbe()
+            probe.sample()
+            start = time.perf_counter()
+            _embed_file_speed(model, text, n_tokens)
+            total = time.perf_counter() - start
+            probe.sample()
+    finally:
+        lstm._table_products = original_table
+        for owner, name, original in originals:
+            setattr(owner, name, original)
+    rows = []
+    for label, (seconds, flops, calls) in sorted(spent.items(), key=lambda kv: (kv[0].startswith("="), -kv[1][0])):
+        rows.append([label, f"{calls:,}", f"{seconds:.2f}", f"{seconds / total:.1%}", f"{flops / seconds / 1e9:.0f}" if flops else ""])
+    accounted = sum(v[0] for k, v in spent.items() if not k.startswith("="))
+    rows.append(["rest (token ids, cache, gathers, Python)", "", f"{total - accounted:.2f}", f"{(total - accounted) / total:.1%}", ""])
+    products = sum(v[0] for v in spent.values() if v[1])
+    return (
+        f"### Where `embed`'s time goes: small shapes, {len(sentences):,} sentences ({n_tokens:,} tokens), "
+        f"token cache on, HDF5 written\n\n"
+        f"{n_tokens / total:,.0f} tokens/s in this instrumented run ({total:.1f} s); matmul rate around it "
+        f"{probe.mean() / 1e9:.0f} GFLOP/s. Rows marked = contain the ones above them.\n\n"
+        + table(rows, ["what", "calls", "seconds", "share", "GFLOP/s"])
+        + f"\n\nMatrix products: {products / total:.0%} of the time.\n"
+    )
+
+
 def section_ab(args) -> str:
     from spacy_elmo.bilm import BiLM, cell_kernel, lstm, onednn
 
@@ -368,12 +463,12 @@ def section_gpu(args) -> str:
 
 
 SECTIONS = {"small": section_small, "original": section_original, "memory": section_memory,
-            "profile": section_profile, "ab": section_ab, "gpu": section_gpu}
+            "profile": section_profile, "breakdown": section_breakdown, "ab": section_ab, "gpu": section_gpu}
 
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--sections", default="small,original,memory,profile,ab,gpu")
+    parser.add_argument("--sections", default="small,original,memory,profile,breakdown,ab,gpu")
     parser.add_argument("--ab-runs", type=int, default=3, help="runs per setting in the ab section")
     parser.add_argument("--e2e-runs", type=int, default=3, help="`embed` runs in the small section")
     parser.add_argument("--sentences", type=int, default=6000)
