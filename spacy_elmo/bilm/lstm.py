@@ -350,7 +350,9 @@ def _recurrence_inference_onednn(inputs, h0, c0, packed, lengths, clips, token_r
     cell_clip, proj_clip = clips
     max_len = lengths[0] if lengths else 0
     counts = _active_counts(lengths, max_len)
-    out = inputs.new_zeros((2, batch, time, P))
+    # written time-major, so that a step writes (and the next layer reads) contiguous
+    # rows; returned as a (2, batch, time, P) view
+    out = inputs.new_zeros((2, time, batch, P))
     h_n, c_n = h0.clone(), c0.clone()
     rows = onednn.padded_rows(batch)
     fused_cell = cell_kernel.usable(inputs)
@@ -384,7 +386,7 @@ def _recurrence_inference_onednn(inputs, h0, c0, packed, lengths, clips, token_r
                 else:
                     _cell_update(onednn.linear(xa, w.gates, w.bias, "sigmoid"), c2[:height], m[:height], cell_clip)
             h = onednn.linear(m[:height], w.out, clip=proj_clip)
-            out_d[:a, t] = h[:a]
+            out_d[t, :a] = h[:a]
             if not split:
                 xa[:, P:] = h
             # rows whose last step this is keep their final state
@@ -393,7 +395,7 @@ def _recurrence_inference_onednn(inputs, h0, c0, packed, lengths, clips, token_r
                 h_n[d, end:a] = h[end:a]
                 c_n[d, end:a] = c2[end:a] * 0.5
         input_products = None  # freed before the next direction's are computed
-    return out, h_n, c_n
+    return out.transpose(1, 2), h_n, c_n
 
 
 # token-table input products are computed this many rows at a time (oneDNN's rows
