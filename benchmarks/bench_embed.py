@@ -387,12 +387,13 @@ def section_ab(args) -> str:
 
     table_inputs = lstm._recurrence_inference_onednn
 
-    def dense_inputs(inputs, h0, c0, packed, lengths, clips, token_rows=None):
-        return table_inputs(inputs, h0, c0, packed, lengths, clips, None)
+    def dense_inputs(inputs, h0, c0, packed, lengths, clips, token_rows=None, first_groups=None):
+        return table_inputs(inputs, h0, c0, packed, lengths, clips, None, first_groups)
 
     def configure(use_onednn: bool, skip_boundary_steps: bool, keep_weights: bool = False, cell: bool = False,
-                  per_token_inputs: bool = False) -> None:
+                  per_token_inputs: bool = False, share_first_steps: bool = False) -> None:
         onednn.ENABLED = use_onednn
+        lstm.SHARE_FIRST_STEPS = share_first_steps
         cell_kernel.ENABLED = cell
         lstm.INFERENCE_WEIGHTS_CACHED_BYTES = default_cached_bytes if keep_weights else -1
         lstm._recurrence_inference_onednn = table_inputs if per_token_inputs else dense_inputs
@@ -410,11 +411,14 @@ def section_ab(args) -> str:
         "oneDNN + boundary steps skipped": (True, True),
         "+ inference weights kept between batches": (True, True, True),
         "+ compiled cell kernel": (True, True, True, True),
-        "+ first-layer input products per distinct token (default)": (True, True, True, True, True),
+        "+ first-layer input products per distinct token": (True, True, True, True, True),
+        "+ first steps shared by rows with the same first token (default)": (True, True, True, True, True, True),
     }
-    if not cell_kernel.available():  # both need the kernel
+    if not cell_kernel.available():  # these need the kernel
         del settings["+ compiled cell kernel"]
-        del settings["+ first-layer input products per distinct token (default)"]
+        del settings["+ first-layer input products per distinct token"]
+        settings["oneDNN + first steps shared (default here)"] = settings.pop(
+            "+ first steps shared by rows with the same first token (default)")[:2] + (True, False, False, True)
     speeds = {name: [] for name in settings}
     rate_before = matmul_rate()
     with tempfile.TemporaryDirectory() as tmp:
@@ -423,7 +427,7 @@ def section_ab(args) -> str:
             for name, setting in settings.items():
                 configure(*setting)
                 speeds[name].append(_embed_file_speed(model, text, n_tokens))
-    configure(True, True, True, True, True)
+    configure(True, True, True, True, True, True)
     rate = max(rate_before, matmul_rate())
     base = speeds["MKL products, every boundary step"]
     rows = []

@@ -108,6 +108,7 @@ class BiLSTMStack(nn.Module):
         lengths: torch.Tensor,
         state: Optional[LSTMState] = None,
         token_rows: Optional[Tuple[torch.Tensor, torch.Tensor]] = None,
+        shared_start: bool = False,
     ) -> Tuple[List[torch.Tensor], LSTMState]:
         """Run both directions.
 
@@ -119,6 +120,10 @@ class BiLSTMStack(nn.Module):
             first layer's input products once per table row instead of once
             per position (the sums are grouped differently: the results agree
             to within 1e-6).
+        shared_start: every row's initial state is the same (e.g. the state
+            after <S>). With token_rows, inference then computes each layer's
+            first step once per distinct first token of each direction and
+            copies it to the rows that share it (the same bits).
         Returns each layer's output (2, batch, time, projection_dim) in
         processing order (zeros past a row's length) and the final state of
         every row (its state after its own last step).
@@ -136,6 +141,9 @@ class BiLSTMStack(nn.Module):
             if token_rows is not None:
                 token_rows = (token_rows[0], token_rows[1][:, order_t])
         sorted_lengths = [lengths_list[i] for i in order]
+        first_groups = None
+        if shared_start and SHARE_FIRST_STEPS and token_rows is not None and batch and not torch.is_grad_enabled():
+            first_groups = _first_step_groups(token_rows[1][:, :, 0], batch)
         outputs: List[torch.Tensor] = []
         finals_h, finals_c = [], []
         x = inputs
@@ -144,7 +152,7 @@ class BiLSTMStack(nn.Module):
             if self.training and self.dropout > 0:
                 layer_input = nn.functional.dropout(layer_input, self.dropout, True)
             rows = token_rows if layer == 0 else None
-            out, h_n, c_n = self.run_layer(layer, layer_input, sorted_lengths, state.h[layer], state.c[layer], rows)
+            out, h_n, c_n = self.run_layer(layer, layer_input, sorted_lengths, state.h[layer], state.c[layer], rows, first_groups)
             if self.use_skip_connections and layer > 0:
                 out = out + x
             outputs.append(out)
@@ -167,12 +175,14 @@ class BiLSTMStack(nn.Module):
         h0: torch.Tensor,
         c0: torch.Tensor,
         token_rows: Optional[Tuple[torch.Tensor, torch.Tensor]] = None,
+        first_groups: Optional[list] = None,
     ) -> Tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
-        """One layer, both directions; rows sorted by decreasing length (token_rows: see `forward`)."""
+        """One layer, both directions; rows sorted by decreasing length (token_rows,
+        first_groups: see `forward`)."""
         if not torch.is_grad_enabled():
             clips = (self.cell_clip or 0.0, self.proj_clip or 0.0)
             weights = self._inference_weights(layer, inputs)
-            return _recurrence_inference(inputs, h0, c0, weights, lengths, clips, token_rows)
+            return _recurrence_inference(inputs, h0, c0, weights, lengths, clips, token_rows, first_groups)
         _, batch, time, _ = inputs.shape
         H = self.hidden
         # every timestep's input product at once, with the bias and TF's forget +1
@@ -309,7 +319,12 @@ def _cell_update(gates, c2, m, cell_clip):
     torch.sigmoid(c2, out=m).sub_(0.5).mul_(s_o)
 
 
-def _recurrence_inference(inputs, h0, c0, weights, lengths, clips, token_rows=None):
+# inference: rows that start from the same state and read the same first token share
+# their first step (see `BiLSTMStack.forward`'s shared_start); False for A/B runs
+SHARE_FIRST_STEPS = True
+
+
+def _recurrence_inference(inputs, h0, c0, weights, lengths, clips, token_rows=None, first_groups=None):
     """One layer without autograd: per step, one product of `[x_t, h]` with `[W_ih; W_hh]`.
 
     inputs (2, batch, time, P), rows sorted by decreasing length; `weights`
@@ -325,11 +340,11 @@ def _recurrence_inference(inputs, h0, c0, weights, lengths, clips, token_rows=No
     packed for it), else through MKL's `baddbmm` with both directions batched.
     """
     if weights.packed is not None:
-        return _recurrence_inference_onednn(inputs, h0, c0, weights.packed, lengths, clips, token_rows)
+        return _recurrence_inference_onednn(inputs, h0, c0, weights.packed, lengths, clips, token_rows, first_groups)
     return _recurrence_inference_mkl(inputs, h0, c0, weights.stacked, weights.bias, weights.proj2, lengths, clips)
 
 
-def _recurrence_inference_onednn(inputs, h0, c0, packed, lengths, clips, token_rows=None):
+def _recurrence_inference_onednn(inputs, h0, c0, packed, lengths, clips, token_rows=None, first_groups=None):
     """`_recurrence_inference` on oneDNN: one direction at a time, the sigmoid fused
     into the product, or with the compiled cell kernel where it is usable (the
     product without activation, then sigmoids and cell update in one pass).
@@ -340,6 +355,10 @@ def _recurrence_inference_onednn(inputs, h0, c0, packed, lengths, clips, token_r
     (K = P instead of 2P): the input half of the first layer's products is
     done per distinct token instead of per position.
 
+    With `first_groups` (per direction: rows whose initial state and first
+    input are the same, see `_first_step_groups`), the first step is computed
+    once per group and copied to its rows.
+
     With packed weights oneDNN's rows are the same bits at every product
     height from 3 rows up; the heights are rounded up by `onednn.padded_rows`
     (at least MIN_ROWS; finished or scratch rows fill up), so that a few dozen
@@ -347,7 +366,6 @@ def _recurrence_inference_onednn(inputs, h0, c0, packed, lengths, clips, token_r
     """
     _, batch, time, P = inputs.shape
     H = c0.shape[2]
-    cell_clip, proj_clip = clips
     max_len = lengths[0] if lengths else 0
     counts = _active_counts(lengths, max_len)
     # written time-major, so that a step writes (and the next layer reads) contiguous
@@ -357,6 +375,7 @@ def _recurrence_inference_onednn(inputs, h0, c0, packed, lengths, clips, token_r
     rows = onednn.padded_rows(batch)
     fused_cell = cell_kernel.usable(inputs)
     split = fused_cell and token_rows is not None and packed[0].input is not None
+    input_products = table_rows = None
     for d, w in enumerate(packed):
         c2 = inputs.new_zeros((rows, H))
         c2[:batch] = c0[d] * 2.0
@@ -367,35 +386,103 @@ def _recurrence_inference_onednn(inputs, h0, c0, packed, lengths, clips, token_r
             input_products = _table_products(table, w.input, w.bias)
             table_rows = index.new_zeros((time, rows))  # per step, each row's table row
             table_rows[:, :batch] = index[d].t()
-            h = inputs.new_zeros((rows, P))  # h_{t-1}; a step's height never grows
-            h[:batch] = h0[d]
+            state = inputs.new_zeros((rows, P))  # h_{t-1}; a step's height never grows
+            state[:batch] = h0[d]
         else:
-            xh = inputs.new_zeros((rows, 2 * P))  # [x_t, h_{t-1}] of the active rows
-            xh[:batch, P:] = h0[d]
-        for t in range(max_len):
+            state = inputs.new_zeros((rows, 2 * P))  # [x_t, h_{t-1}] of the active rows
+            state[:batch, P:] = h0[d]
+        first = 0
+        if first_groups is not None and first_groups[d] is not None and max_len:
+            h = _shared_first_step(w, split, fused_cell, state, c2, x_d, input_products, table_rows, first_groups[d], clips)
+            first = 1
+            out_d[0, : counts[0]] = h[: counts[0]]  # rows of length 0 keep zeros
+            if split:
+                state[:batch] = h[:batch]
+            else:
+                state[:batch, P:] = h[:batch]
+            _keep_finals(h_n[d], c_n[d], h, c2, counts, 0)
+        for t in range(first, max_len):
             a = counts[t]
             height = onednn.padded_rows(a)  # <= rows: padded_rows is non-decreasing
-            if split:
-                gates = onednn.linear(h[:height], w.recurrent)
-                cell_kernel.update(gates, c2[:height], m[:height], cell_clip, input_products, table_rows[t, :height])
-            else:
-                xa = xh[:height]
-                xa[:a, :P] = x_d[:a, t]
-                if fused_cell:
-                    cell_kernel.update(onednn.linear(xa, w.gates, w.bias), c2[:height], m[:height], cell_clip)
-                else:
-                    _cell_update(onednn.linear(xa, w.gates, w.bias, "sigmoid"), c2[:height], m[:height], cell_clip)
-            h = onednn.linear(m[:height], w.out, clip=proj_clip)
-            out_d[t, :a] = h[:a]
             if not split:
-                xa[:, P:] = h
-            # rows whose last step this is keep their final state
-            end = counts[t + 1] if t + 1 < max_len else 0
-            if end < a:
-                h_n[d, end:a] = h[end:a]
-                c_n[d, end:a] = c2[end:a] * 0.5
+                state[:a, :P] = x_d[:a, t]
+            h = _step(w, split, fused_cell, state[:height], c2[:height], m[:height], input_products,
+                      table_rows[t, :height] if split else None, clips)
+            out_d[t, :a] = h[:a]
+            if split:
+                state = h  # the next step's height is at most this one's
+            else:
+                state[:height, P:] = h
+            _keep_finals(h_n[d], c_n[d], h, c2, counts, t)
         input_products = None  # freed before the next direction's are computed
     return out.transpose(1, 2), h_n, c_n
+
+
+def _step(w, split, fused_cell, state, c2, m, input_products, table_rows, clips) -> torch.Tensor:
+    """One step for the rows of `state` (h_{t-1}, or [x_t, h_{t-1}] where not split),
+    updating c2 and m in place; returns h_t."""
+    cell_clip, proj_clip = clips
+    if split:
+        gates = onednn.linear(state, w.recurrent)
+        cell_kernel.update(gates, c2, m, cell_clip, input_products, table_rows)
+    elif fused_cell:
+        cell_kernel.update(onednn.linear(state, w.gates, w.bias), c2, m, cell_clip)
+    else:
+        _cell_update(onednn.linear(state, w.gates, w.bias, "sigmoid"), c2, m, cell_clip)
+    return onednn.linear(m, w.out, clip=proj_clip)
+
+
+def _shared_first_step(w, split, fused_cell, state, c2, x_d, input_products, table_rows, groups, clips):
+    """The first step computed once per group of rows (same initial state, same
+    first input) and copied to every row of the group: returns h for all rows
+    of `state` and writes their c2. The group's representative row is computed
+    exactly as it would be in the full step (rows do not depend on the product's
+    height), so the numbers are the same bits."""
+    representatives, group_of_row = groups
+    n, batch = representatives.shape[0], group_of_row.shape[0]
+    height = onednn.padded_rows(n)
+    c2_rep = c2.new_zeros((height, c2.shape[1]))
+    c2_rep[:n] = c2[representatives]
+    state_rep = state.new_zeros((height, state.shape[1]))
+    state_rep[:n] = state[representatives]
+    rows_rep = None
+    if split:
+        rows_rep = table_rows.new_zeros(height)
+        rows_rep[:n] = table_rows[0, representatives]
+    else:
+        P = x_d.shape[2]
+        state_rep[:n, :P] = x_d[representatives, 0]
+    h_rep = _step(w, split, fused_cell, state_rep, c2_rep, c2.new_empty((height, c2.shape[1])), input_products, rows_rep, clips)
+    c2[:batch] = c2_rep[group_of_row]
+    h = h_rep.new_zeros((state.shape[0], h_rep.shape[1]))
+    h[:batch] = h_rep[group_of_row]
+    return h
+
+
+def _keep_finals(h_n, c_n, h, c2, counts, t) -> None:
+    """Rows whose last step is t keep their final state (h, and the cell undoubled)."""
+    a = counts[t]
+    end = counts[t + 1] if t + 1 < len(counts) else 0
+    if end < a:
+        h_n[end:a] = h[end:a]
+        c_n[end:a] = c2[end:a] * 0.5
+
+
+def _first_step_groups(first_inputs: torch.Tensor, batch: int):
+    """Per direction, (representatives, group of each row) for rows whose first
+    input (a token-table row) is the same, or None where sharing saves nothing.
+
+    first_inputs: (2, batch) table rows read by each row's first step."""
+    groups = []
+    for d in range(first_inputs.shape[0]):
+        values, group_of_row = torch.unique(first_inputs[d], return_inverse=True)
+        if values.shape[0] >= batch:
+            groups.append(None)
+            continue
+        representatives = torch.full((values.shape[0],), batch, dtype=torch.long, device=first_inputs.device)
+        representatives.scatter_reduce_(0, group_of_row, torch.arange(batch, device=first_inputs.device), "amin")
+        groups.append((representatives, group_of_row))
+    return groups
 
 
 # token-table input products are computed this many rows at a time (oneDNN's rows

@@ -227,7 +227,9 @@ class BiLM(nn.Module):
         start = self._start_state(token_vectors).select(torch.zeros(len(sentences), dtype=torch.long, device=device))
         index_t = torch.from_numpy(index).to(device)
         inputs = token_vectors[index_t]
-        outputs, _ = self.lstm(inputs, torch.tensor(lengths_list, dtype=torch.long), start, token_rows=(token_vectors, index_t))
+        outputs, _ = self.lstm(
+            inputs, torch.tensor(lengths_list, dtype=torch.long), start, token_rows=(token_vectors, index_t), shared_start=True
+        )
         stacked = _stack_layers(inputs, outputs, lengths_list)
         return BiLMOutput(stacked, torch.tensor(lengths_list, dtype=torch.long, device=device))
 

@@ -367,6 +367,40 @@ def test_token_table_inputs_give_the_same_layers(monkeypatch, use_kernel):
         torch.testing.assert_close(p, q, rtol=0, atol=1e-6)
 
 
+@pytest.mark.parametrize("use_kernel", [True, False])
+def test_rows_sharing_a_first_token_share_their_first_step(monkeypatch, use_kernel):
+    """With a shared start state, each direction's first step is computed once
+    per distinct first token and copied: the same bits as every row computed,
+    rows of length 0 and 1 included."""
+    from spacy_elmo.bilm import cell_kernel, lstm, onednn
+
+    if use_kernel:
+        _needs_kernel()
+    monkeypatch.setattr(cell_kernel, "ENABLED", use_kernel)
+    stack = _stack(cell_clip=0.5).float()
+    torch.manual_seed(0)
+    table = torch.randn(6, 4) * 2
+    lengths = torch.tensor([3, 25, 0, 1, 25, 7, 8, 15, 2, 1, 9])  # unsorted: rows are reordered inside
+    index = torch.randint(2, 6, (2, 11, 25))
+    index[0, :, 0] = torch.tensor([0, 1, 0, 0, 1, 0, 0, 0, 1, 0, 0])  # few distinct first tokens
+    index[1, :, 0] = 5
+    start = LSTMState(tuple(torch.randn(2, 1, 4).expand(2, 11, 4).contiguous() for _ in range(2)),
+                      tuple(torch.randn(2, 1, 8).expand(2, 11, 8).contiguous() for _ in range(2)))
+    calls = []
+    real = lstm._shared_first_step
+    monkeypatch.setattr(lstm, "_shared_first_step", lambda *a: calls.append(a[-2][0].shape[0]) or real(*a))
+    with torch.no_grad():
+        if not onednn.usable(table):
+            pytest.skip("this PyTorch build has no oneDNN linear operators (or they are disabled)")
+        shared, final_shared = stack(table[index], lengths, start, token_rows=(table, index), shared_start=True)
+        monkeypatch.setattr(lstm, "SHARE_FIRST_STEPS", False)
+        alone, final_alone = stack(table[index], lengths, start, token_rows=(table, index), shared_start=True)
+    assert sorted(calls) == [1, 1, 2, 2]  # per layer: 2 groups forward, 1 backward
+    for p, q in zip([*shared, *final_shared.h, *final_shared.c], [*alone, *final_alone.h, *final_alone.c]):
+        assert torch.equal(p, q), float((p - q).abs().max())
+    assert not shared[0][:, 2].any()  # the empty row has no outputs
+
+
 def test_table_products_are_the_same_bits_in_any_chunking(monkeypatch):
     """Rows of the per-token input products do not depend on how the table is cut."""
     from spacy_elmo.bilm import lstm, onednn
