@@ -5,9 +5,12 @@
 Both pipelines come from the project configs (configs/ewt_elmo.cfg and
 configs/ewt_baseline.cfg, morphologizer left out), initialized on EWT train
 docs; their speed does not depend on training. Timed on the EWT dev docs
-(10 sentences each), one process, after a warm-up pass.
+(10 sentences each), one process, after a warm-up pass. The two pipelines
+run alternately (--rounds), so that each ratio compares runs a few seconds
+apart: this shared machine's speed drifts by tens of percent within minutes.
 """
 import argparse
+import statistics
 import sys
 import time
 from pathlib import Path
@@ -37,37 +40,40 @@ def build(config_path: Path, weights, train_docs):
     return nlp
 
 
-def words_per_second(nlp, texts, repeats: int = 2) -> float:
-    list(nlp.pipe(texts[:20]))
-    best = 0.0
-    for _ in range(repeats):
-        start = time.perf_counter()
-        n = sum(len(doc) for doc in nlp.pipe(texts, batch_size=64))
-        best = max(best, n / (time.perf_counter() - start))
-    return best
+def words_per_second(nlp, texts) -> float:
+    start = time.perf_counter()
+    n = sum(len(doc) for doc in nlp.pipe(texts, batch_size=64))
+    return n / (time.perf_counter() - start)
 
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--weights", default=None)
     parser.add_argument("--docs", type=int, default=200)
+    parser.add_argument("--rounds", type=int, default=5, help="alternating runs of each pipeline")
     args = parser.parse_args()
     print(f"Machine: {machine()}\nCommand: python {' '.join(sys.argv)}\n")
     train = ud_docs(DATA / "ud_en_ewt" / "en_ewt-ud-train.conllu.gz", n_sents=10, limit=500)
     texts = [d.text for d in ud_docs(DATA / "ud_en_ewt" / "en_ewt-ud-dev.conllu.gz", n_sents=10)][: args.docs]
+    names = {"tok2vec + tagger + parser (spaCy CNN)": ROOT / "configs" / "ewt_baseline.cfg",
+             "elmo + tagger + parser": ROOT / "configs" / "ewt_elmo.cfg"}
+    pipelines = {name: build(path, args.weights, train) for name, path in names.items()}
+    for nlp in pipelines.values():
+        list(nlp.pipe(texts[:20]))  # warm-up
+    speeds = {name: [] for name in pipelines}
+    for _ in range(args.rounds):
+        for name, nlp in pipelines.items():
+            speeds[name].append(words_per_second(nlp, texts))
+    base = next(iter(speeds))
     rows = []
-    speeds = {}
-    for name, path in (("tok2vec + tagger + parser (spaCy CNN)", ROOT / "configs" / "ewt_baseline.cfg"),
-                       ("elmo + tagger + parser", ROOT / "configs" / "ewt_elmo.cfg")):
-        nlp = build(path, args.weights, train)
-        speeds[name] = words_per_second(nlp, texts)
-        rows.append([name, f"{speeds[name]:,.0f}"])
-    base = rows[0][0]
-    for row in rows:
-        row.append(f"{speeds[row[0]] / speeds[base]:.2f}")
+    for name, values in speeds.items():
+        ratios = [v / b for v, b in zip(values, speeds[base])]
+        rows.append([name, f"{statistics.median(values):,.0f}", f"{statistics.median(ratios):.2f}",
+                     ", ".join(f"{r:.2f}" for r in ratios)])
     n_words = sum(len(t.split()) for t in texts)
-    print(f"### nlp.pipe on {len(texts)} EWT dev docs (~{n_words:,} words), batch_size 64, one process\n")
-    print(table(rows, ["pipeline", "words/s", "vs CNN"]))
+    print(f"### nlp.pipe on {len(texts)} EWT dev docs (~{n_words:,} words), batch_size 64, one process, "
+          f"{args.rounds} alternating rounds\n")
+    print(table(rows, ["pipeline", "median words/s", "median ratio to CNN", "per-round ratios"]))
 
 
 if __name__ == "__main__":
