@@ -285,6 +285,7 @@ PRODUCT_NAMES = {
     (1024, 128): "LSTM projections m W_proj, clipped",
     (2048, 4096): "highway",
     (2048, 128): "token projection",
+    (7 * 16, 2048): "character CNN (all widths as one product)",  # max width x char dim, filters
 }
 
 
@@ -319,9 +320,10 @@ def section_breakdown(args) -> str:
     def product(a, k, out):
         x = a[0]
         shape = (x.shape[1], out.shape[1])
-        name = "LSTM layer 0: input products per distinct token (K=128)" if in_table[0] else PRODUCT_NAMES.get(shape, f"product K={shape[0]} N={shape[1]}")
-        if shape[0] == 16 * 7:
-            name = "character CNN (all widths as one product)"
+        if in_table[0]:
+            name = "LSTM layer 0: input products per distinct token (K=128)"
+        else:
+            name = PRODUCT_NAMES.get(shape, f"product K={shape[0]} N={shape[1]}")
         return name, 2 * x.shape[0] * x.shape[1] * out.shape[1]
 
     def table_products(*a, **k):

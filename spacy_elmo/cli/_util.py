@@ -36,8 +36,8 @@ def pick_device(gpu_id: int) -> str:
 
 
 # PyTorch backs CPU tensors of 2 MB and more with transparent huge pages when this is
-# "1" (c10's CPU allocator: 2 MB alignment and madvise(MADV_HUGEPAGE)); it reads the
-# variable once, at its first large allocation
+# "1" (c10's CPU allocator madvise(MADV_HUGEPAGE)s them); it reads the variable once,
+# at its first allocation that size
 HUGE_PAGES_VARIABLE = "THP_MEM_ALLOC_ENABLE"
 
 
