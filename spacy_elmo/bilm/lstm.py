@@ -391,29 +391,27 @@ def _recurrence_inference_onednn(inputs, h0, c0, packed, lengths, clips, token_r
         else:
             state = inputs.new_zeros((rows, 2 * P))  # [x_t, h_{t-1}] of the active rows
             state[:batch, P:] = h0[d]
-        first = 0
-        if first_groups is not None and first_groups[d] is not None and max_len:
-            h = _shared_first_step(w, split, fused_cell, state, c2, x_d, input_products, table_rows, first_groups[d], clips)
-            first = 1
-            out_d[0, : counts[0]] = h[: counts[0]]  # rows of length 0 keep zeros
-            if split:
-                state[:batch] = h[:batch]
-            else:
-                state[:batch, P:] = h[:batch]
-            _keep_finals(h_n[d], c_n[d], h, c2, counts, 0)
-        for t in range(first, max_len):
+        groups = first_groups[d] if first_groups is not None else None
+        for t in range(max_len):
             a = counts[t]
             height = onednn.padded_rows(a)  # <= rows: padded_rows is non-decreasing
-            if not split:
-                state[:a, :P] = x_d[:a, t]
-            h = _step(w, split, fused_cell, state[:height], c2[:height], m[:height], input_products,
-                      table_rows[t, :height] if split else None, clips)
+            if t == 0 and groups is not None:
+                h = _shared_first_step(w, split, fused_cell, state, c2, x_d, input_products, table_rows, groups, clips)
+            else:
+                if not split:
+                    state[:a, :P] = x_d[:a, t]
+                h = _step(w, split, fused_cell, state[:height], c2[:height], m[:height], input_products,
+                          table_rows[t, :height] if split else None, clips)
             out_d[t, :a] = h[:a]
             if split:
                 state = h  # the next step's height is at most this one's
             else:
-                state[:height, P:] = h
-            _keep_finals(h_n[d], c_n[d], h, c2, counts, t)
+                state[:height, P:] = h[:height]
+            # rows whose last step this is keep their final state (h, the cell undoubled)
+            end = counts[t + 1] if t + 1 < max_len else 0
+            if end < a:
+                h_n[d, end:a] = h[end:a]
+                c_n[d, end:a] = c2[end:a] * 0.5
         input_products = None  # freed before the next direction's are computed
     return out.transpose(1, 2), h_n, c_n
 
@@ -435,7 +433,7 @@ def _step(w, split, fused_cell, state, c2, m, input_products, table_rows, clips)
 def _shared_first_step(w, split, fused_cell, state, c2, x_d, input_products, table_rows, groups, clips):
     """The first step computed once per group of rows (same initial state, same
     first input) and copied to every row of the group: returns h for all rows
-    of `state` and writes their c2. The group's representative row is computed
+    of `state` (rows of length 0 get one too, never read) and writes their c2. The group's representative row is computed
     exactly as it would be in the full step (rows do not depend on the product's
     height), so the numbers are the same bits."""
     representatives, group_of_row = groups
@@ -457,15 +455,6 @@ def _shared_first_step(w, split, fused_cell, state, c2, x_d, input_products, tab
     h = h_rep.new_zeros((state.shape[0], h_rep.shape[1]))
     h[:batch] = h_rep[group_of_row]
     return h
-
-
-def _keep_finals(h_n, c_n, h, c2, counts, t) -> None:
-    """Rows whose last step is t keep their final state (h, and the cell undoubled)."""
-    a = counts[t]
-    end = counts[t + 1] if t + 1 < len(counts) else 0
-    if end < a:
-        h_n[end:a] = h[end:a]
-        c_n[end:a] = c2[end:a] * 0.5
 
 
 def _first_step_groups(first_inputs: torch.Tensor, batch: int):
