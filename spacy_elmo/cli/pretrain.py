@@ -16,6 +16,12 @@ def pretrain_cli(
     ),
     output_dir: Path = typer.Argument(..., help="Run directory: checkpoints, model-best, model-last, log"),
     resume: bool = typer.Option(False, "--resume", help="Continue the run in OUTPUT_DIR from its last checkpoint"),
+    init_from: Optional[str] = typer.Option(
+        None,
+        "--init-from",
+        help="Start from this native model's weights (\"embedded\": the package's own biLM) with a fresh "
+        "optimizer and schedule; same as --paths.init_from",
+    ),
     gpu_id: int = typer.Option(-1, "--gpu-id", "-g", help="GPU to train on (-1: CPU)"),
     quiet: bool = typer.Option(False, "--quiet", "-q", help="No progress bar"),
 ) -> None:
@@ -23,7 +29,8 @@ def pretrain_cli(
 
     Settings not in CONFIG_PATH take their defaults; override any of them on
     the command line, e.g. --paths.train corpus.txt.gz --training.max_steps
-    1000. Under torchrun, each process trains on its share of the batches
+    1000. --init-from MODEL continues training an existing native model
+    (e.g. --init-from embedded, the shipped biLM) in a new run. Under torchrun, each process trains on its share of the batches
     (DistributedDataParallel). SIGINT/SIGTERM write a checkpoint and stop;
     --resume continues exactly where it left off.
     """
@@ -36,6 +43,8 @@ def pretrain_cli(
         overrides = parse_config_overrides(ctx.args)
     except Exception as err:  # click's NoSuchOption for a bad flag
         fail(f"could not parse the overrides {ctx.args}: {err}")
+    if init_from is not None:
+        overrides["paths.init_from"] = init_from
     try:
         config = load_config(config_path, overrides)
     except SettingsError as err:

@@ -15,6 +15,9 @@ DEFAULT_CONFIG_STR = """
 train = null
 dev = null
 vocab = null
+# start from this native model's weights with a fresh optimizer and schedule
+# ("embedded": the package's own English biLM; null: from scratch)
+init_from = null
 # where tokenized corpora are cached (null: OUTPUT_DIR/corpus-cache)
 cache = null
 

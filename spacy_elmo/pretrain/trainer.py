@@ -3,6 +3,10 @@
     pretrain(config, output_dir)           a fresh run
     pretrain(config, output_dir, resume=True)   continue from output_dir/checkpoint.pt
 
+With [paths] init_from = MODEL_DIR (or "embedded", the package's own biLM),
+a new run starts from that native model's weights with a fresh optimizer and
+schedule: training continues across runs without keeping optimizer state.
+
 Output directory:
     model-best/, model-last/   native format (with softmax), loadable by the `elmo` component
     checkpoint.pt              everything needed to resume exactly
@@ -29,7 +33,9 @@ from ..bilm.heads import SoftmaxHead
 from ..bilm.language_model import LanguageModel, LMBatch
 from ..bilm.model import BiLM
 from ..bilm.vocab import Vocabulary
-from ..io.native import save_native
+from ..io.errors import WeightsError
+from ..io.native import NativeModel, is_native, load_native, save_native
+from ..resources import default_model_path
 from .batching import sentence_batches, shuffled, skip, stream_batches
 from .checkpoint import load_checkpoint, rng_state, save_checkpoint, set_rng_state
 from .corpus import TokenizedCorpus, iter_segments
@@ -38,6 +44,9 @@ from .plot import plot_perplexity
 from .settings import RunPaths, SettingsError
 
 PathLike = Union[str, Path]
+
+# [paths] init_from value that names the package's embedded biLM
+EMBEDDED_MODEL = "embedded"
 
 
 class Interrupted(Exception):
@@ -135,6 +144,8 @@ class Trainer:
         if training["threads"]:
             torch.set_num_threads(int(training["threads"]))
         self.seed = int(training["seed"])
+        # provenance of the model this run started from ([paths] init_from), if any
+        self.start_metadata: Optional[Dict[str, Any]] = None
 
     # -- data ---------------------------------------------------------------------
     def prepare_data(self) -> None:
@@ -192,14 +203,19 @@ class Trainer:
             )
         self.prepare_data()
         state = load_checkpoint(self.paths.checkpoint) if resume else None
+        start_model = None
         if state is not None:
             self._check_resume_config(state.get("config"))
             self.vocab = Vocabulary(state["vocab"])
         else:
-            self.vocab = self.build_vocab()
+            start_model = self._start_model()
+            has_softmax = start_model is not None and start_model.head is not None
+            self.vocab = start_model.vocab if has_softmax else self.build_vocab()
         torch.manual_seed(self.seed)
         numpy.random.seed(self.seed % (2**32))
         self.lm = build_language_model(self.config, self.vocab, self.seed).to(self.device)
+        if start_model is not None:
+            self._continue_from(start_model)
         model: torch.nn.Module = self.lm
         if self.dist.enabled:
             model = torch.nn.parallel.DistributedDataParallel(
@@ -409,6 +425,65 @@ class Trainer:
             "replica_checksums": replicas,
         }
 
+    def _start_model(self) -> Optional[NativeModel]:
+        """The native model named by [paths] init_from (None for a run from scratch).
+
+        Its architecture replaces the config's [model] settings (dropout, a
+        training setting, stays the config's), so that the run's config.cfg
+        describes what is trained and a resume checks against it.
+        """
+        source = self.config["paths"].get("init_from")
+        if not source:
+            return None
+        path = default_model_path() if source == EMBEDDED_MODEL else Path(source)
+        if not is_native(path):
+            raise SettingsError(
+                f"[paths] init_from = {source!r}: not a native spacy-elmo model directory (no elmo.json); "
+                "convert a published model first with `spacy_elmo convert DIR OUT --to native`"
+            )
+        try:
+            start = load_native(path)
+        except WeightsError as err:
+            raise SettingsError(f"[paths] init_from: {err}") from None
+        model_cfg = self.config["model"]
+        arch = start.bilm.config.to_dict()
+        changed = []
+        for key in model_cfg:
+            if key in arch and key != "dropout":
+                before, after = model_cfg[key], arch[key]
+                if key == "filters":
+                    before, after = [list(f) for f in before], [list(f) for f in after]
+                if before != after:
+                    changed.append(f"{key}: {before!r} -> {after!r}")
+                model_cfg[key] = after
+        if changed and self.dist.is_main:
+            from wasabi import msg
+
+            msg.info(f"[model] taken from {path}: " + "; ".join(changed))
+        if start.head is not None and start.head.kind != self.config["softmax"]["kind"]:
+            start.head = None  # another kind of softmax: trained afresh
+        return start
+
+    def _continue_from(self, start: NativeModel) -> None:
+        """Load the start model's weights into the fresh language model.
+
+        A start model without a softmax (the shipped one) gets a new one whose
+        bias is the log unigram frequency of each word: the first steps then
+        refine the biLM instead of undoing it while the softmax catches up.
+        """
+        meta = start.metadata
+        self.start_metadata = {k: meta.get(k) for k in ("init_from", "tokens_seen", "training_seconds", "continued_from")}
+        with torch.no_grad():
+            self.lm.bilm.load_state_dict(start.bilm.state_dict())
+            if start.head is not None:
+                self.lm.head.load_state_dict(start.head.state_dict())
+            elif self.lm.head.kind != "adaptive":
+                counts = self.train_corpus.counts()
+                total = sum(counts.values())
+                freq = torch.tensor([counts.get(w, 0) + 1.0 for w in self.vocab.words], dtype=torch.float64)
+                self.lm.head.bias.copy_(torch.log(freq / (total + len(self.vocab))))
+        self.lm.bilm.clear_cache()
+
     def _check_resume_config(self, saved: Optional[str]) -> None:
         """The architecture must not change on resume; other changes are allowed but reported."""
         if not saved:
@@ -453,6 +528,8 @@ class Trainer:
     def save_model(self, path: Path, progress_state: Dict[str, Any], metrics: Optional[Dict[str, float]]) -> None:
         metadata = {
             "trained_with": "spacy_elmo pretrain",
+            "init_from": self.config["paths"].get("init_from"),
+            "continued_from": self.start_metadata,
             "step": progress_state["step"],
             "epoch": progress_state["epoch"],
             "tokens_seen": progress_state["tokens"],
