@@ -1,90 +1,233 @@
-"""Pretraining throughput of a config, and its share of the machine's matmul rate.
+"""Pretraining throughput: this code against an earlier revision, measured in one run.
 
-    python benchmarks/bench_pretrain.py [--config configs/pretrain_en_2x512_128.cfg] [--steps 20]
+    python benchmarks/bench_pretrain.py [--sections speed,precision,batch] [--baseline REV]
+        [--config configs/pretrain_en_2x512_128.cfg] [--steps 15] [--rounds 3]
 
-Trains on real text (the first segments of ../shared/data/pretrain_en/train.txt.gz)
-with the config's batching, optimizer and softmax, times `--steps` optimizer
-steps after 3 warm-up steps, and counts the useful work per training token as
-3x the forward pass (the backward pass costs two forward passes): the
-character CNN over all positions, highway, projection, LSTMs, and the softmax
-over the sampled classes actually drawn (or the full vocabulary).
+`speed`: the training steps of the config (its batching, optimizer, softmax and
+threads) on real text (the first segments of ../shared/data/pretrain_en), timed
+after 3 warm-up steps, in child processes that alternate between this checkout
+and a git worktree of the baseline revision (default: the last commit before
+the training path was rewritten), so that both see the same machine state.
+Prints tokens/s per round, the medians and their ratio, and the useful work as
+a share of the machine's matmul rate (3x the forward FLOPs per token).
+
+`precision`: float32 against bfloat16 autocast in one process: the matrix
+product rate at the training shapes, and training steps from the same start
+(tokens/s and the mean loss over the same batches).
+
+`batch`: tokens/s at the config's batch size against twice it (this code).
 """
 import argparse
 import itertools
+import json
 import math
+import statistics
+import subprocess
 import sys
 import tempfile
 import time
 from pathlib import Path
 
-import torch
-
-sys.path.insert(0, str(Path(__file__).resolve().parent))
+HERE = Path(__file__).resolve()
+sys.path.insert(0, str(HERE.parent))
 from common import DATA, ROOT, forward_flops_per_token, machine, matmul_rate, table  # noqa: E402
 
-from spacy_elmo.bilm.vocab import Vocabulary  # noqa: E402
-from spacy_elmo.pretrain import load_config  # noqa: E402
-from spacy_elmo.pretrain.batching import sentence_batches  # noqa: E402
-from spacy_elmo.pretrain.corpus import TokenizedCorpus  # noqa: E402
-from spacy_elmo.pretrain.trainer import _optimizer, build_language_model  # noqa: E402
+# the code before the training path was rewritten (packed rows, compiled cell
+# backward, one sampled softmax per batch)
+BASELINE = "67ceedc"
+
+
+def _training_setup(config_path: str, segments: int, cache: str, batch_tokens: int = 0):
+    import torch
+
+    from spacy_elmo.bilm.vocab import Vocabulary
+    from spacy_elmo.pretrain import load_config
+    from spacy_elmo.pretrain.batching import sentence_batches
+    from spacy_elmo.pretrain.corpus import TokenizedCorpus
+    from spacy_elmo.pretrain.trainer import _optimizer, build_language_model
+
+    overrides = {"training.batch_tokens": batch_tokens} if batch_tokens else None
+    config = load_config(config_path, overrides)
+    torch.set_num_threads(config["training"]["threads"] or torch.get_num_threads())
+    corpus = TokenizedCorpus.prepare(DATA / "pretrain_en" / "train.txt.gz", cache, max_length=config["corpus"]["max_length"],
+                                     max_segments=segments, progress=False)
+    vocab = Vocabulary.from_counts(corpus.counts(), config["vocab"]["max_size"])
+    lm = build_language_model(config, vocab, 0)
+    lm.train()
+    optimizer = _optimizer(config, lm.parameters())
+    batches = sentence_batches(corpus.segments(), vocab, config["training"]["batch_tokens"], 0)
+    return config, lm, optimizer, batches
+
+
+def _timed_steps(lm, optimizer, batches, steps: int, grad_clip: float, autocast=None):
+    """(tokens/s, mean loss) over `steps` steps after 3 warm-up steps."""
+    import contextlib
+
+    import torch
+
+    generator = torch.Generator().manual_seed(0)
+
+    def step(batch):
+        optimizer.zero_grad(set_to_none=True)
+        with autocast or contextlib.nullcontext():
+            losses, counts, _ = lm(batch, generator=generator)
+            loss = 0.5 * (losses / counts.clamp(min=1)).sum()
+        loss.backward()
+        torch.nn.utils.clip_grad_norm_(lm.parameters(), grad_clip)
+        optimizer.step()
+        return int(counts[0]), float(loss)
+
+    batches = list(batches)
+    for batch in batches[:3]:
+        step(batch)
+    tokens, loss_sum, start = 0, 0.0, time.perf_counter()
+    for batch in batches[3:]:
+        n, loss = step(batch)
+        tokens += n
+        loss_sum += loss
+    return tokens / (time.perf_counter() - start), loss_sum / max(1, len(batches) - 3)
+
+
+def child(args) -> None:
+    """One timing in this process (run by `speed` and `batch` with the tree on PYTHONPATH)."""
+    config, lm, optimizer, batches = _training_setup(args.config, args.segments, args.cache, args.batch_tokens)
+    speed, loss = _timed_steps(lm, optimizer, itertools.islice(batches, args.steps + 3), args.steps,
+                               config["training"]["grad_clip"])
+    print(json.dumps({"tokens_per_s": speed, "loss": loss}))
+
+
+def _run_child(tree: Path, args, cache: Path, batch_tokens: int = 0) -> dict:
+    command = [sys.executable, str(HERE), "--child", "--config", args.config, "--steps", str(args.steps),
+               "--segments", str(args.segments), "--cache", str(cache), "--batch-tokens", str(batch_tokens)]
+    env = {**__import__("os").environ, "PYTHONPATH": str(tree)}
+    done = subprocess.run(command, env=env, capture_output=True, text=True, cwd=str(tree))
+    if done.returncode != 0:
+        raise SystemExit(f"child run in {tree} failed:\n{done.stderr[-3000:]}")
+    return json.loads(done.stdout.strip().splitlines()[-1])
+
+
+def _baseline_tree(revision: str, workdir: Path) -> Path:
+    tree = workdir / "baseline"
+    subprocess.run(["git", "-C", str(ROOT), "worktree", "add", "--detach", "--force", str(tree), revision], check=True,
+                   capture_output=True)
+    # the optional compiled kernel, as an install would build it
+    subprocess.run([sys.executable, "setup.py", "-q", "build_ext", "--inplace"], cwd=str(tree), capture_output=True)
+    return tree
+
+
+def _remove_tree(tree: Path) -> None:
+    subprocess.run(["git", "-C", str(ROOT), "worktree", "remove", "--force", str(tree)], capture_output=True)
+
+
+def section_speed(args) -> None:
+    import torch
+
+    from spacy_elmo.bilm.vocab import Vocabulary
+    from spacy_elmo.pretrain import load_config
+    from spacy_elmo.pretrain.trainer import build_language_model
+
+    with tempfile.TemporaryDirectory() as tmp:
+        tmp = Path(tmp)
+        baseline = _baseline_tree(args.baseline, tmp)
+        try:
+            speeds = {"baseline": [], "this code": []}
+            rows = []
+            for r in range(args.rounds):
+                pair = [("baseline", baseline), ("this code", ROOT)]
+                for name, tree in pair if r % 2 == 0 else pair[::-1]:
+                    got = _run_child(tree, args, tmp / f"cache-{name.replace(' ', '-')}")
+                    speeds[name].append(got["tokens_per_s"])
+                rows.append([str(r + 1), f"{speeds['baseline'][-1]:,.0f}", f"{speeds['this code'][-1]:,.0f}",
+                             f"{speeds['this code'][-1] / speeds['baseline'][-1]:.2f}x"])
+        finally:
+            _remove_tree(baseline)
+    old, new = statistics.median(speeds["baseline"]), statistics.median(speeds["this code"])
+    rows.append(["median", f"{old:,.0f}", f"{new:,.0f}", f"**{new / old:.2f}x**"])
+    config = load_config(args.config)
+    threads = config["training"]["threads"] or torch.get_num_threads()
+    torch.set_num_threads(threads)
+    rate = matmul_rate()
+    lm = build_language_model(config, Vocabulary.from_counts({}, 4), 0)
+    per_token = 3 * (forward_flops_per_token(lm.bilm.config)["total"] + 2 * 2 * lm.bilm.config.projection_dim * 2000)
+    print(f"### Pretraining speed: {Path(args.config).name} ({config['training']['batch_tokens']} tokens a batch, "
+          f"{threads} threads), {args.steps} steps per run, baseline {args.baseline}\n")
+    print(table(rows, ["round", f"baseline {args.baseline} tokens/s", "this code tokens/s", "ratio"]))
+    print(f"\nUseful work at the median: {new * per_token / 1e9:.1f} GFLOP/s of a {rate / 1e9:.1f} GFLOP/s matmul rate "
+          f"({new * per_token / rate:.0%}; 3x the forward FLOPs per token, char CNN counted per position, "
+          "softmax over ~2,000 sampled classes).\n")
+
+
+def section_precision(args) -> None:
+    import torch
+
+    def gemm_rate(m, k, n, dtype):
+        a, b = torch.randn(m, k).to(dtype), torch.randn(k, n).to(dtype)
+        for _ in range(3):
+            a @ b
+        reps, start = 0, time.perf_counter()
+        while time.perf_counter() - start < 1.0:
+            a @ b
+            reps += 1
+        return 2 * m * k * n * reps / (time.perf_counter() - start) / 1e9
+
+    with tempfile.TemporaryDirectory() as tmp:
+        config, lm, optimizer, batches = _training_setup(args.config, args.segments, tmp)
+        shapes = {"LSTM step [x, h] x W (111 x 256 x 2048)": (111, 256, 2048),
+                  "highway (1400 x 1024 x 2048)": (1400, 1024, 2048),
+                  "sampled softmax (8000 x 128 x 2000)": (8000, 128, 2000)}
+        rows = [[name, f"{gemm_rate(*s, torch.float32):.1f}", f"{gemm_rate(*s, torch.bfloat16):.1f}"] for name, s in shapes.items()]
+        print("### Matrix products, float32 vs bfloat16 (GFLOP/s)\n")
+        print(table(rows, ["product", "float32", "bfloat16"]))
+        batches = list(itertools.islice(batches, args.steps + 3))
+        start_state = {k: v.clone() for k, v in lm.state_dict().items()}
+        results = []
+        for name, autocast in (("float32", None), ("bfloat16 autocast", torch.autocast("cpu", dtype=torch.bfloat16))):
+            lm.load_state_dict(start_state)
+            optimizer = type(optimizer)(lm.parameters(), **optimizer.defaults)
+            speed, loss = _timed_steps(lm, optimizer, batches, args.steps, config["training"]["grad_clip"], autocast)
+            results.append([name, f"{speed:,.0f}", f"{loss:.4f}", f"{math.exp(loss):.1f}"])
+        print(f"\n### Training steps, float32 vs bfloat16 autocast ({args.steps} steps from the same start)\n")
+        print(table(results, ["precision", "tokens/s", "mean training loss", "exp(loss)"]))
+        print("\nUnder autocast the LSTM recurrence stays float32 (its cell state would lose precision in "
+              "bfloat16); the token encoder and the softmax products run in bfloat16.\n")
+
+
+def section_batch(args) -> None:
+    from spacy_elmo.pretrain import load_config
+
+    base = load_config(args.config)["training"]["batch_tokens"]
+    speeds = {base: [], 2 * base: []}
+    with tempfile.TemporaryDirectory() as tmp:
+        for r in range(args.rounds):
+            sizes = [base, 2 * base]
+            for size in sizes if r % 2 == 0 else sizes[::-1]:
+                speeds[size].append(_run_child(ROOT, args, Path(tmp) / "cache", size)["tokens_per_s"])
+    rows = [[f"{size:,}", ", ".join(f"{s:,.0f}" for s in values), f"{statistics.median(values):,.0f}"]
+            for size, values in speeds.items()]
+    print(f"### Batch size: tokens/s of this code at {base:,} and {2 * base:,} tokens a batch\n")
+    print(table(rows, ["tokens a batch", "per round", "median"]))
+    print(f"\nratio {statistics.median(speeds[2 * base]) / statistics.median(speeds[base]):.2f}x\n")
 
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--sections", default="speed,precision,batch")
+    parser.add_argument("--baseline", default=BASELINE, help="git revision to compare against (speed)")
     parser.add_argument("--config", default=str(ROOT / "configs" / "pretrain_en_2x512_128.cfg"))
-    parser.add_argument("--steps", type=int, default=20)
+    parser.add_argument("--steps", type=int, default=15)
+    parser.add_argument("--rounds", type=int, default=3)
     parser.add_argument("--segments", type=int, default=30000)
+    parser.add_argument("--child", action="store_true", help=argparse.SUPPRESS)
+    parser.add_argument("--cache", help=argparse.SUPPRESS)
+    parser.add_argument("--batch-tokens", type=int, default=0, help=argparse.SUPPRESS)
     args = parser.parse_args()
-    config = load_config(args.config)
-    torch.set_num_threads(config["training"]["threads"] or torch.get_num_threads())
+    if args.child:
+        child(args)
+        return
     print(f"Machine: {machine()}\nCommand: python {' '.join(sys.argv)}\n")
-    with tempfile.TemporaryDirectory() as tmp:
-        corpus = TokenizedCorpus.prepare(DATA / "pretrain_en" / "train.txt.gz", tmp, max_length=config["corpus"]["max_length"],
-                                         max_segments=args.segments, progress=False)
-        vocab = Vocabulary.from_counts(corpus.counts(), config["vocab"]["max_size"])
-        lm = build_language_model(config, vocab, 0)
-        lm.train()
-        optimizer = _optimizer(config, lm.parameters())
-        generator = torch.Generator().manual_seed(0)
-        batches = list(itertools.islice(sentence_batches(corpus.segments(), vocab, config["training"]["batch_tokens"], 0),
-                                        args.steps + 3))
-    def step(batch):
-        optimizer.zero_grad(set_to_none=True)
-        losses, counts, _ = lm(batch, generator=generator)
-        loss = 0.5 * (losses / counts.clamp(min=1)).sum()
-        loss.backward()
-        torch.nn.utils.clip_grad_norm_(lm.parameters(), config["training"]["grad_clip"])
-        optimizer.step()
-        return int(counts[0])
-
-    for batch in batches[:3]:
-        step(batch)
-    rate = matmul_rate()
-    tokens, start = 0, time.perf_counter()
-    for batch in batches[3:]:
-        tokens += step(batch)
-    seconds = time.perf_counter() - start
-    # the softmax classes a training token is scored against
-    kind = config["softmax"]["kind"]
-    if kind == "sampled" and config["softmax"]["n_samples"] < len(vocab):
-        with torch.no_grad():
-            log_range = math.log(len(vocab) + 1)
-            draws = [((torch.exp(torch.rand(config["softmax"]["n_samples"], generator=torch.Generator().manual_seed(i))
-                                 * log_range).floor().long() - 1).clamp(0, len(vocab) - 1).unique().numel()) for i in range(20)]
-        classes = sum(draws) / len(draws) + 1
-    else:
-        classes = len(vocab)
-    forward = forward_flops_per_token(lm.bilm.config)
-    softmax = 2 * 2 * lm.bilm.config.projection_dim * classes  # both directions
-    per_token = 3 * (forward["total"] + softmax)
-    speed = tokens / seconds
-    rows = [[f"{tokens:,}", f"{speed:,.0f}", f"{per_token / 1e6:.1f}", f"{speed * per_token / 1e9:.1f}",
-             f"{rate / 1e9:.1f}", f"{speed * per_token / rate:.1%}"]]
-    print(f"### Pretraining throughput: {Path(args.config).name}, {args.steps} steps of ~{config['training']['batch_tokens']} "
-          f"padded tokens, {kind} softmax ({classes:,.0f} classes per token on average)\n")
-    print(table(rows, ["tokens", "tokens/s", "MFLOP/token (train)", "useful GFLOP/s", "matmul GFLOP/s", "of matmul rate"]))
-    print(f"\nForward MFLOP/token: char CNN {forward['char_cnn'] / 1e6:.1f}, highway {forward['highway'] / 1e6:.1f}, "
-          f"projection {forward['projection'] / 1e6:.1f}, LSTMs {forward['lstm'] / 1e6:.1f}, softmax {softmax / 1e6:.1f}.")
+    sections = {"speed": section_speed, "precision": section_precision, "batch": section_batch}
+    for name in args.sections.split(","):
+        sections[name](args)
 
 
 if __name__ == "__main__":

@@ -1,4 +1,5 @@
-/* The LSTM cell update of one inference step in a single pass (AVX2 + FMA).
+/* The LSTM cell of one step in a single pass (AVX2 + FMA): the inference update,
+ * and the training forward and backward passes (below).
  *
  * Eager PyTorch spends seven passes (and kernel launches) per step on the
  * gate and cell arithmetic; this does it in one pass over the gates, with
@@ -163,12 +164,155 @@ static PyObject *update(PyObject *self, PyObject *args) {
     Py_RETURN_NONE;
 }
 
+
+/* ---- training: the cell of one step, forward and backward ------------------------
+ *
+ * Forward, per element, from the gates' pre-activations g (i, f, o, j):
+ *     s_i, s_f, s_o = sigmoid(g_i, g_f, g_o);  j = tanh(g_j)
+ *     c_raw = s_f c_prev + s_i j;  c = clip(c_raw);  m = s_o tanh(c)
+ * The gates are overwritten by their activations (s_i, s_f, s_o, j), which the
+ * backward pass reads; c_raw, tanh(c) and m are written to their own buffers.
+ * Backward, from dm (the gradient reaching m) and dc (the cell gradient carried
+ * from the next step), writing the gates' gradients to their own buffer and
+ * overwriting dc with the gradient of c_prev:
+ *     d = dm s_o (1 - tanh(c)^2) + dc, zero where |c_raw| > clip
+ *     dg_i = d j s_i (1 - s_i);  dg_f = d c_prev s_f (1 - s_f)
+ *     dg_o = dm tanh(c) s_o (1 - s_o);  dg_j = d s_i (1 - j^2);  dc = d s_f
+ * c_prev is read clipped to +-prev_clip, so the previous step's c_raw serves as
+ * it (the initial cell is read as given: prev_clip +inf). tanh(x)
+ * is 2 sigmoid(2x) - 1. Columns past the last multiple of 8 are loaded and
+ * stored with a mask: every column goes through the same instructions. */
+#ifdef HAVE_X86_KERNEL
+__attribute__((target("avx2,fma"))) static inline __m256i tail_mask(Py_ssize_t n) {
+    const __m256i lanes = _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7);
+    return _mm256_cmpgt_epi32(_mm256_set1_epi32((int)n), lanes);
+}
+
+__attribute__((target("avx2,fma"))) static inline __m256 ld(const float *p, __m256i mask) {
+    return _mm256_maskload_ps(p, mask);
+}
+
+__attribute__((target("avx2,fma"))) static inline void st(float *p, __m256i mask, __m256 x) {
+    _mm256_maskstore_ps(p, mask, x);
+}
+
+__attribute__((target("avx2,fma"))) static inline __m256 tanh8(__m256 x) {
+    const __m256 two = _mm256_set1_ps(2.0f);
+    return _mm256_fmsub_ps(two, sigmoid8(_mm256_mul_ps(two, x)), _mm256_set1_ps(1.0f));
+}
+
+__attribute__((target("avx2,fma"))) static void train_forward_row(float *g, float *c, float *c_raw, float *tc, float *m, Py_ssize_t H, float clip) {
+    const __m256 lo = _mm256_set1_ps(-clip), hi = _mm256_set1_ps(clip);
+    for (Py_ssize_t k = 0; k < H; k += 8) {
+        __m256i mask = tail_mask(H - k);
+        __m256 si = sigmoid8(ld(g + k, mask));
+        __m256 sf = sigmoid8(ld(g + H + k, mask));
+        __m256 so = sigmoid8(ld(g + 2 * H + k, mask));
+        __m256 j = tanh8(ld(g + 3 * H + k, mask));
+        __m256 raw = _mm256_fmadd_ps(sf, ld(c + k, mask), _mm256_mul_ps(si, j));
+        __m256 cell = _mm256_min_ps(_mm256_max_ps(raw, lo), hi);
+        __m256 t = tanh8(cell);
+        st(g + k, mask, si);
+        st(g + H + k, mask, sf);
+        st(g + 2 * H + k, mask, so);
+        st(g + 3 * H + k, mask, j);
+        st(c + k, mask, cell);
+        st(c_raw + k, mask, raw);
+        st(tc + k, mask, t);
+        st(m + k, mask, _mm256_mul_ps(so, t));
+    }
+}
+
+__attribute__((target("avx2,fma"))) static void train_backward_row(const float *g, float *dg, const float *dm, float *dc, const float *c_raw, const float *tc, const float *c_prev, Py_ssize_t H, float clip, float prev_clip) {
+    const __m256 hi = _mm256_set1_ps(clip), one = _mm256_set1_ps(1.0f);
+    const __m256 prev_lo = _mm256_set1_ps(-prev_clip), prev_hi = _mm256_set1_ps(prev_clip);
+    const __m256 sign = _mm256_set1_ps(-0.0f);
+    for (Py_ssize_t k = 0; k < H; k += 8) {
+        __m256i mask = tail_mask(H - k);
+        __m256 si = ld(g + k, mask), sf = ld(g + H + k, mask), so = ld(g + 2 * H + k, mask), j = ld(g + 3 * H + k, mask);
+        __m256 t = ld(tc + k, mask), dmk = ld(dm + k, mask);
+        __m256 d = _mm256_fmadd_ps(_mm256_mul_ps(dmk, so), _mm256_fnmadd_ps(t, t, one), ld(dc + k, mask));
+        __m256 inside = _mm256_cmp_ps(_mm256_andnot_ps(sign, ld(c_raw + k, mask)), hi, _CMP_LE_OQ);
+        d = _mm256_and_ps(d, inside);
+        __m256 cp = _mm256_min_ps(_mm256_max_ps(ld(c_prev + k, mask), prev_lo), prev_hi);
+        st(dg + k, mask, _mm256_mul_ps(_mm256_mul_ps(d, j), _mm256_mul_ps(si, _mm256_sub_ps(one, si))));
+        st(dg + H + k, mask, _mm256_mul_ps(_mm256_mul_ps(d, cp), _mm256_mul_ps(sf, _mm256_sub_ps(one, sf))));
+        st(dg + 2 * H + k, mask, _mm256_mul_ps(_mm256_mul_ps(dmk, t), _mm256_mul_ps(so, _mm256_sub_ps(one, so))));
+        st(dg + 3 * H + k, mask, _mm256_mul_ps(_mm256_mul_ps(d, si), _mm256_fnmadd_ps(j, j, one)));
+        st(dc + k, mask, _mm256_mul_ps(d, sf));
+    }
+}
+#endif
+
+/* train_forward(gates, c, c_raw, tanh_c, m, rows, hidden, clip, threads): one
+ * step's cell for `rows` rows; addresses of C-contiguous float32 buffers, gates
+ * (rows, 4 hidden), the others (rows, hidden); clip +inf for none. */
+static PyObject *train_forward(PyObject *self, PyObject *args) {
+    unsigned long long gates, c, c_raw, tc, m;
+    Py_ssize_t rows, hidden;
+    float clip;
+    int threads;
+    if (!PyArg_ParseTuple(args, "KKKKKnnfi", &gates, &c, &c_raw, &tc, &m, &rows, &hidden, &clip, &threads))
+        return NULL;
+    if (!kernel_available()) {
+        PyErr_SetString(PyExc_RuntimeError, "the LSTM cell kernel needs an x86-64 CPU with AVX2 and FMA");
+        return NULL;
+    }
+#ifdef HAVE_X86_KERNEL
+    float *G = (float *)(uintptr_t)gates, *C = (float *)(uintptr_t)c, *R = (float *)(uintptr_t)c_raw;
+    float *T = (float *)(uintptr_t)tc, *M = (float *)(uintptr_t)m;
+    Py_BEGIN_ALLOW_THREADS
+#ifdef _OPENMP
+    int team = (rows * hidden >= 16384 && threads > 1) ? threads : 1;
+#pragma omp parallel for schedule(static) num_threads(team)
+#endif
+    for (Py_ssize_t b = 0; b < rows; b++)
+        train_forward_row(G + b * 4 * hidden, C + b * hidden, R + b * hidden, T + b * hidden, M + b * hidden, hidden, clip);
+    Py_END_ALLOW_THREADS
+#endif
+    Py_RETURN_NONE;
+}
+
+/* train_backward(gates, d_gates, dm, dc, c_raw, tanh_c, c_prev, rows, hidden, clip, prev_clip, threads):
+ * gates hold the step's activations, d_gates receives their pre-activations'
+ * gradients; dc holds the carried cell gradient and receives c_prev's.
+ * Shapes as train_forward's (d_gates as gates). */
+static PyObject *train_backward(PyObject *self, PyObject *args) {
+    unsigned long long gates, d_gates, dm, dc, c_raw, tc, c_prev;
+    Py_ssize_t rows, hidden;
+    float clip, prev_clip;
+    int threads;
+    if (!PyArg_ParseTuple(args, "KKKKKKKnnffi", &gates, &d_gates, &dm, &dc, &c_raw, &tc, &c_prev, &rows, &hidden, &clip, &prev_clip, &threads))
+        return NULL;
+    if (!kernel_available()) {
+        PyErr_SetString(PyExc_RuntimeError, "the LSTM cell kernel needs an x86-64 CPU with AVX2 and FMA");
+        return NULL;
+    }
+#ifdef HAVE_X86_KERNEL
+    const float *G = (const float *)(uintptr_t)gates;
+    float *DG = (float *)(uintptr_t)d_gates, *DC = (float *)(uintptr_t)dc;
+    const float *DM = (const float *)(uintptr_t)dm, *R = (const float *)(uintptr_t)c_raw;
+    const float *T = (const float *)(uintptr_t)tc, *P = (const float *)(uintptr_t)c_prev;
+    Py_BEGIN_ALLOW_THREADS
+#ifdef _OPENMP
+    int team = (rows * hidden >= 16384 && threads > 1) ? threads : 1;
+#pragma omp parallel for schedule(static) num_threads(team)
+#endif
+    for (Py_ssize_t b = 0; b < rows; b++)
+        train_backward_row(G + b * 4 * hidden, DG + b * 4 * hidden, DM + b * hidden, DC + b * hidden, R + b * hidden, T + b * hidden, P + b * hidden, hidden, clip, prev_clip);
+    Py_END_ALLOW_THREADS
+#endif
+    Py_RETURN_NONE;
+}
+
 static PyMethodDef methods[] = {
     {"available", available, METH_NOARGS, "Whether this CPU can run the kernel (x86-64 with AVX2 and FMA)."},
     {"update", update, METH_VARARGS, "update(gates, c2, m, rows, hidden, clip2, threads, addend, addend_rows, index): one LSTM cell step, in place."},
+    {"train_forward", train_forward, METH_VARARGS, "train_forward(gates, c, c_raw, tanh_c, m, rows, hidden, clip, threads): one training step's cell, in place."},
+    {"train_backward", train_backward, METH_VARARGS, "train_backward(gates, d_gates, dm, dc, c_raw, tanh_c, c_prev, rows, hidden, clip, prev_clip, threads): its gradients."},
     {NULL, NULL, 0, NULL},
 };
 
-static struct PyModuleDef module = {PyModuleDef_HEAD_INIT, "_lstm_cell", "The fused LSTM cell update of one inference step (spacy_elmo/bilm/_lstm_cell.c).", -1, methods};
+static struct PyModuleDef module = {PyModuleDef_HEAD_INIT, "_lstm_cell", "The fused LSTM cell of one step: inference, and training forward and backward (spacy_elmo/bilm/_lstm_cell.c).", -1, methods};
 
 PyMODINIT_FUNC PyInit__lstm_cell(void) { return PyModule_Create(&module); }

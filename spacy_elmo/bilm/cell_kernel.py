@@ -1,4 +1,5 @@
-"""The LSTM cell update of one inference step as one compiled pass (optional).
+"""The LSTM cell of one step as one compiled pass (optional): the inference
+update, and the training loop's forward and backward cell.
 
 `_lstm_cell.c` computes the four gate sigmoids, the (doubled, clipped) cell
 and the projection input `m` in one pass over the step's gates, where eager
@@ -65,4 +66,51 @@ def update(
     _lstm_cell.update(gates.data_ptr(), c2.data_ptr(), m.data_ptr(), rows, hidden, clip2, torch.get_num_threads(), *add)
 
 
-__all__ = ["ENABLED", "available", "update", "usable"]
+def usable_for_training(x: torch.Tensor) -> bool:
+    """Whether the training loop's cell on tensors like `x` may go through the kernel."""
+    return ENABLED and x.device.type == "cpu" and x.dtype == torch.float32 and available()
+
+
+def _check(tensors, rows: int, hidden: int) -> None:
+    for t, width in tensors:
+        if t.shape != (rows, width) or t.dtype != torch.float32 or t.device.type != "cpu" or not t.is_contiguous():
+            raise ValueError(
+                f"cell kernel: expected a contiguous float32 CPU tensor of shape {(rows, width)}, "
+                f"got {t.dtype} {tuple(t.shape)}"
+            )
+
+
+def train_forward(gates: torch.Tensor, c: torch.Tensor, c_raw: torch.Tensor, tanh_c: torch.Tensor, m: torch.Tensor, cell_clip: float) -> None:
+    """One training step's cell (see `lstm_train._cell_forward`), in place.
+
+    gates (rows, 4H): pre-activations in, activations (s_i, s_f, s_o, tanh j)
+    out; c (rows, H): the previous (clipped) cell in, the new one out; c_raw,
+    tanh_c, m (rows, H): written.
+    """
+    rows, hidden = c.shape
+    _check([(gates, 4 * hidden), (c, hidden), (c_raw, hidden), (tanh_c, hidden), (m, hidden)], rows, hidden)
+    clip = float(cell_clip) if cell_clip else float("inf")
+    _lstm_cell.train_forward(gates.data_ptr(), c.data_ptr(), c_raw.data_ptr(), tanh_c.data_ptr(), m.data_ptr(),
+                             rows, hidden, clip, torch.get_num_threads())
+
+
+def train_backward(gates: torch.Tensor, d_gates: torch.Tensor, dm: torch.Tensor, dc: torch.Tensor, c_raw: torch.Tensor,
+                   tanh_c: torch.Tensor, c_prev: torch.Tensor, cell_clip: float, clip_prev: bool = True) -> None:
+    """The gradients of `train_forward` (see `lstm_train._cell_backward`).
+
+    gates (rows, 4H): the activations, read; d_gates (rows, 4H): receives the
+    pre-activations' gradients; dc (rows, H): the carried cell gradient in,
+    c_prev's gradient out.
+    c_prev is read clipped to +-cell_clip where `clip_prev` (the previous
+    step's c_raw), as given otherwise (the initial state).
+    """
+    rows, hidden = dc.shape
+    _check([(gates, 4 * hidden), (d_gates, 4 * hidden), (dm, hidden), (dc, hidden), (c_raw, hidden), (tanh_c, hidden),
+            (c_prev, hidden)], rows, hidden)
+    clip = float(cell_clip) if cell_clip else float("inf")
+    prev_clip = clip if clip_prev else float("inf")
+    _lstm_cell.train_backward(gates.data_ptr(), d_gates.data_ptr(), dm.data_ptr(), dc.data_ptr(), c_raw.data_ptr(), tanh_c.data_ptr(),
+                              c_prev.data_ptr(), rows, hidden, clip, prev_clip, torch.get_num_threads())
+
+
+__all__ = ["ENABLED", "available", "update", "usable", "usable_for_training", "train_forward", "train_backward"]

@@ -3,7 +3,7 @@
 * `full`: exact softmax over the whole vocabulary (small vocabularies, and
   every evaluation).
 * `sampled`: bilm-tf's sampled softmax: one set of log-uniform (Zipfian)
-  negatives shared by the batch, logits corrected by the log of each class's
+  negatives shared by the batch (both directions), logits corrected by the log of each class's
   expected count, accidental hits removed. The vocabulary must be sorted by
   frequency, as `Vocabulary.from_counts` does.
 * `adaptive`: PyTorch's adaptive softmax (Grave et al. 2017), frequency-ordered
@@ -78,16 +78,21 @@ class SoftmaxHead(nn.Module):
 
     def loss(self, hidden: torch.Tensor, targets: torch.Tensor, generator: Optional[torch.Generator] = None) -> torch.Tensor:
         """Summed negative log likelihood used for training (sampled where configured)."""
+        return self.nll(hidden, targets, generator).sum()
+
+    def nll(self, hidden: torch.Tensor, targets: torch.Tensor, generator: Optional[torch.Generator] = None) -> torch.Tensor:
+        """Each row's training negative log likelihood (n,): sampled where configured,
+        with one set of negatives for all the rows of a call."""
         if hidden.shape[0] == 0:
-            return hidden.sum() * 0.0
+            return hidden.new_zeros((0,)) + hidden.sum() * 0.0
         if self.kind == "adaptive":
-            return -self.adaptive(hidden, targets).output.sum()
+            return -self.adaptive(hidden, targets).output
         if self.kind == "full" or self.n_samples >= self.n_vocab:
             logits = torch.addmm(self.bias, hidden, self.weight.t())
-            return nn.functional.cross_entropy(logits, targets, reduction="sum")
-        return self._sampled_loss(hidden, targets, generator)
+            return nn.functional.cross_entropy(logits, targets, reduction="none")
+        return self._sampled_nll(hidden, targets, generator)
 
-    def _sampled_loss(self, hidden: torch.Tensor, targets: torch.Tensor, generator: Optional[torch.Generator]) -> torch.Tensor:
+    def _sampled_nll(self, hidden: torch.Tensor, targets: torch.Tensor, generator: Optional[torch.Generator]) -> torch.Tensor:
         device = hidden.device
         log_range = math.log(self.n_vocab + 1)
         u = torch.rand(self.n_samples, generator=generator).to(device)
@@ -109,7 +114,7 @@ class SoftmaxHead(nn.Module):
             logits = logits.index_put((rows, where[rows]), torch.tensor(float("-inf"), device=device, dtype=logits.dtype))
         # cross entropy with the true class first, without building [true, sampled]
         normalizer = torch.logaddexp(true_logits, torch.logsumexp(logits, dim=1))
-        return (normalizer - true_logits).sum()
+        return normalizer - true_logits
 
 
 def _default_cutoffs(n_vocab: int) -> list:

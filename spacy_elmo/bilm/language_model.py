@@ -41,22 +41,24 @@ class LMBatch:
 
 
 def sentence_batch(sentences: Sequence[Sequence[str]], vocab: Vocabulary) -> LMBatch:
-    """Whole sentences: forward reads <S> w1..wn and predicts w1..wn </S>; backward mirrors it."""
+    """Whole sentences: forward reads <S> w1..wn and predicts w1..wn </S>; backward
+    reads </S> wn..w1 and predicts wn..w1 <S>. The closing boundary is never read:
+    nothing follows it to predict."""
     table: Dict[str, int] = {}
     batch = len(sentences)
-    time = max((len(s) + 2 for s in sentences), default=2)
+    time = max((len(s) + 1 for s in sentences), default=1)
     index = numpy.zeros((2, batch, time), dtype=numpy.int64)
     targets = numpy.full((2, batch, time), -1, dtype=numpy.int64)
     lengths = []
     for b, sentence in enumerate(sentences):
         seq = [0] + [table.setdefault(t, len(table) + 2) for t in sentence] + [1]
         ids = [vocab.bos] + vocab.encode(sentence) + [vocab.eos]
-        n = len(seq)
+        n = len(seq) - 1
         lengths.append(n)
-        index[0, b, :n] = seq
-        index[1, b, :n] = seq[::-1]
-        targets[0, b, : n - 1] = ids[1:]
-        targets[1, b, : n - 1] = ids[::-1][1:]
+        index[0, b, :n] = seq[:-1]
+        index[1, b, :n] = seq[::-1][:-1]
+        targets[0, b, :n] = ids[1:]
+        targets[1, b, :n] = ids[::-1][1:]
     return LMBatch(list(table), index, targets, lengths)
 
 
@@ -84,21 +86,18 @@ class LanguageModel(nn.Module):
         """
         _, outputs, final = self.bilm.run(batch.tokens, batch.index, batch.lengths, state)
         top = outputs[-1]
-        if self.training and self.bilm.config.dropout > 0:
-            top = nn.functional.dropout(top, self.bilm.config.dropout, True)
         targets = torch.from_numpy(batch.targets).to(top.device)
-        losses, counts = [], []
-        for direction in (0, 1):
-            keep = targets[direction] >= 0
-            hidden = top[direction][keep]
-            gold = targets[direction][keep]
-            if exact:
-                loss = -self.head.log_prob(hidden, gold).sum()
-            else:
-                loss = self.head.loss(hidden, gold, generator)
-            losses.append(loss)
-            counts.append(gold.shape[0])
-        return torch.stack(losses), torch.tensor(counts, dtype=torch.long), final
+        keep = targets >= 0
+        # both directions' scored positions in one call: one product and, for the
+        # sampled softmax, one set of negatives per batch
+        hidden = top[keep]
+        if self.training and self.bilm.config.dropout > 0:
+            hidden = nn.functional.dropout(hidden, self.bilm.config.dropout, True)
+        gold = targets[keep]
+        nll = -self.head.log_prob(hidden, gold) if exact else self.head.nll(hidden, gold, generator)
+        counts = keep.flatten(1).sum(1).cpu()
+        losses = torch.stack([part.sum() for part in nll.split(counts.tolist())])
+        return losses, counts, final
 
     @torch.no_grad()
     def perplexity(self, sentences: Sequence[Sequence[str]], batch_tokens: int = 4096) -> Dict[str, float]:

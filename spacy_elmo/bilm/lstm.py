@@ -39,7 +39,7 @@ from typing import Dict, List, NamedTuple, Optional, Sequence, Tuple
 import torch
 from torch import nn
 
-from . import cell_kernel, onednn
+from . import cell_kernel, lstm_train, onednn
 from .config import BiLMConfig
 
 # published (TensorFlow) order i, j, f, o  ->  internal order i, f, o, j
@@ -132,6 +132,9 @@ class BiLSTMStack(nn.Module):
         if state is None:
             state = self.zero_state(batch, inputs)
         lengths_list = [int(n) for n in lengths.tolist()]
+        if torch.is_grad_enabled() and self.fused:
+            outputs, (finals_h, finals_c) = lstm_train.run_stack(self, inputs, lengths_list, state)
+            return outputs, LSTMState(tuple(finals_h), tuple(finals_c))
         order = sorted(range(batch), key=lambda i: -lengths_list[i])
         identity = order == list(range(batch))
         if not identity:
@@ -183,17 +186,13 @@ class BiLSTMStack(nn.Module):
             clips = (self.cell_clip or 0.0, self.proj_clip or 0.0)
             weights = self._inference_weights(layer, inputs)
             return _recurrence_inference(inputs, h0, c0, weights, lengths, clips, token_rows, first_groups)
+        # with gradients and `fused` off: the plain-autograd reference
         _, batch, time, _ = inputs.shape
-        H = self.hidden
-        # every timestep's input product at once, with the bias and TF's forget +1
-        bias = self.bias[layer] + _forget_offset(H, inputs)
+        bias = self.bias[layer] + _forget_offset(self.hidden, inputs)
         gates_x = torch.baddbmm(bias, inputs.reshape(2, batch * time, -1), self.weight_ih[layer])
-        gates_x = gates_x.view(2, batch, time, 4 * H)
-        w_hh, w_proj = self.weight_hh[layer], self.weight_proj[layer]
+        gates_x = gates_x.view(2, batch, time, 4 * self.hidden)
         clips = (self.cell_clip or 0.0, self.proj_clip or 0.0)
-        if self.fused:
-            return _FusedRecurrence.apply(gates_x, h0, c0, w_hh, w_proj, tuple(lengths), clips)
-        return _recurrence_autograd(gates_x, h0, c0, w_hh, w_proj, lengths, clips)
+        return _recurrence_autograd(gates_x, h0, c0, self.weight_hh[layer], self.weight_proj[layer], lengths, clips)
 
     def _inference_weights(self, layer: int, like: torch.Tensor) -> "_InferenceWeights":
         """The layer's weights as the inference loop reads them, kept between calls
@@ -287,10 +286,7 @@ def _prepare_inference_weights(w_ih, w_hh, bias, w_proj, on_onednn: bool, split:
 MIN_PRODUCT_ROWS = 8
 
 
-def _forget_offset(hidden: int, like: torch.Tensor) -> torch.Tensor:
-    offset = like.new_zeros((1, 1, 4 * hidden))
-    offset[..., hidden : 2 * hidden] = 1.0
-    return offset
+_forget_offset = lstm_train.forget_offset
 
 
 def _active_counts(lengths: Sequence[int], time: int) -> List[int]:
@@ -539,104 +535,6 @@ def _recurrence_inference_mkl(inputs, h0, c0, w_stacked, bias, w_proj2, lengths,
             h_n[:, end:a] = h[:, end:a]
             c_n[:, end:a] = c2[:, end:a] * 0.5
     return out, h_n, c_n
-
-
-def _recurrence_saving(gates_x, h0, c0, w_hh, w_proj, lengths, clips):
-    """The training loop, run without autograd, keeping what the hand-written backward needs."""
-    _, batch, time, four_h = gates_x.shape
-    H = four_h // 4
-    cell_clip, proj_clip = clips
-    max_len = lengths[0] if lengths else 0
-    counts = _active_counts(lengths, max_len)
-    out = gates_x.new_zeros((2, batch, time, w_proj.shape[2]))
-    h_n, c_n = h0.clone(), c0.clone()
-    h, c = h0, c0
-    saved = {"sig": [], "tanh_j": [], "c_raw": [], "tanh_c": [], "h_pre": [], "c_prev": []}
-    saved["h_prev"] = gates_x.new_zeros((2, time, batch, h0.shape[2]))
-    saved["m"] = gates_x.new_zeros((2, time, batch, H))
-    for t in range(max_len):
-        a = counts[t]
-        if a < h.shape[1]:
-            h, c = h[:, :a], c[:, :a]
-        gates = torch.baddbmm(gates_x[:, :a, t], h, w_hh)
-        sig = torch.sigmoid(gates[..., : 3 * H])
-        tanh_j = torch.tanh(gates[..., 3 * H :])
-        c_raw = sig[..., H : 2 * H] * c + sig[..., :H] * tanh_j
-        c_new = c_raw.clamp(-cell_clip, cell_clip) if cell_clip else c_raw
-        tanh_c = torch.tanh(c_new)
-        m = sig[..., 2 * H :] * tanh_c
-        h_pre = torch.bmm(m, w_proj)
-        h_new = h_pre.clamp(-proj_clip, proj_clip) if proj_clip else h_pre
-        out[:, :a, t] = h_new
-        saved["sig"].append(sig)
-        saved["tanh_j"].append(tanh_j)
-        saved["c_raw"].append(c_raw)
-        saved["tanh_c"].append(tanh_c)
-        saved["h_pre"].append(h_pre)
-        saved["c_prev"].append(c)
-        saved["h_prev"][:, t, :a] = h
-        saved["m"][:, t, :a] = m
-        # rows whose last step this is keep their final state
-        end = counts[t + 1] if t + 1 < max_len else 0
-        if end < a:
-            h_n[:, end:a] = h_new[:, end:]
-            c_n[:, end:a] = c_new[:, end:]
-        h, c = h_new, c_new
-    saved["counts"] = counts
-    return out, h_n, c_n, saved
-
-
-class _FusedRecurrence(torch.autograd.Function):
-    @staticmethod
-    def forward(ctx, gates_x, h0, c0, w_hh, w_proj, lengths, clips):
-        with torch.no_grad():
-            out, h_n, c_n, saved = _recurrence_saving(gates_x, h0, c0, w_hh, w_proj, list(lengths), clips)
-        ctx.saved = saved
-        ctx.clips = clips
-        ctx.shape = gates_x.shape
-        ctx.save_for_backward(w_hh, w_proj)
-        return out, h_n, c_n
-
-    @staticmethod
-    def backward(ctx, grad_out, grad_hn, grad_cn):
-        w_hh, w_proj = ctx.saved_tensors
-        saved = ctx.saved
-        cell_clip, proj_clip = ctx.clips
-        _, batch, time, four_h = ctx.shape
-        H = four_h // 4
-        counts = saved["counts"]
-        grad_out = grad_out if grad_out is not None else w_hh.new_zeros((2, batch, time, w_proj.shape[2]))
-        dh_carry = grad_hn.clone() if grad_hn is not None else w_hh.new_zeros((2, batch, w_proj.shape[2]))
-        dc_carry = grad_cn.clone() if grad_cn is not None else w_hh.new_zeros((2, batch, H))
-        d_gates = w_hh.new_zeros((2, time, batch, four_h))
-        d_hpre_all = w_hh.new_zeros((2, time, batch, w_proj.shape[2]))
-        w_hh_t = w_hh.transpose(1, 2)
-        w_proj_t = w_proj.transpose(1, 2)
-        for t in range(len(counts) - 1, -1, -1):
-            a = counts[t]
-            sig, tanh_j, c_raw = saved["sig"][t], saved["tanh_j"][t], saved["c_raw"][t]
-            tanh_c, h_pre, c_prev = saved["tanh_c"][t], saved["h_pre"][t], saved["c_prev"][t]
-            dh = grad_out[:, :a, t] + dh_carry[:, :a]
-            if proj_clip:
-                dh = dh * (h_pre.abs() <= proj_clip)
-            d_hpre_all[:, t, :a] = dh
-            dm = torch.bmm(dh, w_proj_t)
-            s_i, s_f, s_o = sig[..., :H], sig[..., H : 2 * H], sig[..., 2 * H :]
-            dc = dm * s_o * (1.0 - tanh_c * tanh_c) + dc_carry[:, :a]
-            if cell_clip:
-                dc = dc * (c_raw.abs() <= cell_clip)
-            dg = d_gates[:, t, :a]
-            dg[..., :H] = dc * tanh_j * s_i * (1.0 - s_i)
-            dg[..., H : 2 * H] = dc * c_prev * s_f * (1.0 - s_f)
-            dg[..., 2 * H : 3 * H] = dm * tanh_c * s_o * (1.0 - s_o)
-            dg[..., 3 * H :] = dc * s_i * (1.0 - tanh_j * tanh_j)
-            dh_carry[:, :a] = torch.bmm(dg, w_hh_t)
-            dc_carry[:, :a] = dc * s_f
-        flat = 2, time * batch
-        grad_w_hh = torch.bmm(saved["h_prev"].reshape(*flat, -1).transpose(1, 2), d_gates.reshape(*flat, four_h))
-        grad_w_proj = torch.bmm(saved["m"].reshape(*flat, H).transpose(1, 2), d_hpre_all.reshape(*flat, -1))
-        grad_gates_x = d_gates.transpose(1, 2)
-        return grad_gates_x, dh_carry, dc_carry, grad_w_hh, grad_w_proj, None, None
 
 
 def _recurrence_autograd(gates_x, h0, c0, w_hh, w_proj, lengths, clips):

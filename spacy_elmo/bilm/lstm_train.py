@@ -1,0 +1,252 @@
+"""The LSTM stack's training path: both directions over packed rows, backward by hand.
+
+A batch's positions are *packed* time-major, as in PyTorch's PackedSequence:
+rows are sorted by decreasing length, so the rows still running at step t are
+a prefix of the batch, and step t's rows are the contiguous block
+`packed[offsets[t] : offsets[t] + counts[t]]`. Nothing is computed or stored
+for padding.
+
+Each layer runs as one autograd Function (`LayerRecurrence`), both directions
+in it:
+
+* forward: per step one product of `[x_t, h_{t-1}]` with the stacked input
+  and recurrent weights, the cell (`_cell_forward`) and the projection;
+* backward: per step, in reverse, the projection's gradient, the cell's
+  (`_cell_backward`) and one product giving the gradients of x_t and
+  h_{t-1}; the weight gradients are then one product over all positions.
+
+The cell's element-wise work goes through the compiled kernel
+(`cell_kernel.train_forward` / `train_backward`) where it is built, and
+PyTorch's ops elsewhere (other dtypes, devices, or `cell_kernel.ENABLED =
+False`); `lstm._recurrence_autograd` is the plain-autograd reference both are
+tested against.
+"""
+from typing import List, Sequence, Tuple
+
+import numpy
+import torch
+
+from . import cell_kernel
+
+
+class PackPlan:
+    """Where each position of a padded (batch, time) layout lives in the packed one.
+
+    order: the rows by decreasing length (the packed row order); counts and
+    offsets: per step, how many rows run and where their block starts;
+    flat: each packed position's index in the padded layout flattened as
+    row * time + t; previous: for the positions of steps >= 1, the packed
+    position of the same row one step earlier.
+    """
+
+    def __init__(self, lengths: Sequence[int], time: int, device: torch.device) -> None:
+        lengths = [int(n) for n in lengths]
+        order = sorted(range(len(lengths)), key=lambda i: -lengths[i])
+        max_len = lengths[order[0]] if order else 0
+        counts: List[int] = []
+        active = len(order)
+        for t in range(max_len):
+            while active and lengths[order[active - 1]] <= t:
+                active -= 1
+            counts.append(active)
+        offsets = numpy.concatenate([[0], numpy.cumsum(counts)]).astype(numpy.int64)
+        order_np = numpy.asarray(order, dtype=numpy.int64)
+        flat = numpy.empty(int(offsets[-1]), dtype=numpy.int64)
+        previous = numpy.empty(max(0, int(offsets[-1]) - (counts[0] if counts else 0)), dtype=numpy.int64)
+        for t, a in enumerate(counts):
+            flat[offsets[t] : offsets[t] + a] = order_np[:a] * time + t
+            if t:
+                start = offsets[t] - counts[0]
+                previous[start : start + a] = offsets[t - 1] + numpy.arange(a)
+        self.order = torch.from_numpy(order_np).to(device)
+        self.inverse = torch.empty_like(self.order)
+        self.inverse[self.order] = torch.arange(len(order), device=device)
+        self.counts = counts
+        self.offsets = offsets[:-1].tolist()
+        self.total = int(offsets[-1])
+        self.flat = torch.from_numpy(flat).to(device)
+        self.previous = torch.from_numpy(previous).to(device)
+        self.time = time
+
+    def pack(self, padded: torch.Tensor) -> torch.Tensor:
+        """(2, batch, time, ...) -> (2, total, ...)."""
+        return padded.reshape(2, -1, *padded.shape[3:]).index_select(1, self.flat)
+
+    def unpack(self, packed: torch.Tensor, batch: int) -> torch.Tensor:
+        """(2, total, ...) -> (2, batch, time, ...), zeros past each row's length."""
+        padded = packed.new_zeros((2, batch * self.time, *packed.shape[2:]))
+        return padded.index_copy(1, self.flat, packed).view(2, batch, self.time, *packed.shape[2:])
+
+
+def forget_offset(hidden: int, like: torch.Tensor) -> torch.Tensor:
+    """TensorFlow's +1.0 on the forget gate, as a (1, 1, 4H) bias."""
+    offset = like.new_zeros((1, 1, 4 * hidden))
+    offset[..., hidden : 2 * hidden] = 1.0
+    return offset
+
+
+def _cell_forward(gates, c, c_raw, tanh_c, m, cell_clip, kernel: bool) -> None:
+    """One step's cell, in place: gates (rows, 4H) pre-activations -> activations
+    (s_i, s_f, s_o, tanh j); c: previous cell -> new (clipped) cell; writes c_raw
+    (before the clip), tanh(c) and m = s_o tanh(c)."""
+    if kernel:
+        cell_kernel.train_forward(gates, c, c_raw, tanh_c, m, cell_clip)
+        return
+    H = c.shape[1]
+    gates[:, : 3 * H].sigmoid_()
+    gates[:, 3 * H :].tanh_()
+    s_i, s_f, s_o, j = gates.split(H, dim=1)
+    torch.addcmul(s_i * j, s_f, c, out=c_raw)
+    c.copy_(c_raw.clamp(-cell_clip, cell_clip) if cell_clip else c_raw)
+    torch.tanh(c, out=tanh_c)
+    torch.mul(s_o, tanh_c, out=m)
+
+
+def _cell_backward(gates, d_gates, dm, dc, c_raw, tanh_c, c_prev, cell_clip, clip_prev: bool, kernel: bool) -> None:
+    """The gradients of `_cell_forward`: from the activations `gates`, writes the
+    pre-activations' gradients into d_gates; dc (the cell gradient from the
+    next step) becomes c_prev's gradient, in place. c_prev is clipped first
+    where `clip_prev` (it is then the previous step's c_raw; the initial cell
+    is read as given)."""
+    if kernel:
+        cell_kernel.train_backward(gates, d_gates, dm, dc, c_raw, tanh_c, c_prev, cell_clip, clip_prev)
+        return
+    H = dc.shape[1]
+    s_i, s_f, s_o, j = gates.split(H, dim=1)
+    d = dm * s_o * (1.0 - tanh_c * tanh_c) + dc
+    if cell_clip:
+        d = d * (c_raw.abs() <= cell_clip)
+        if clip_prev:
+            c_prev = c_prev.clamp(-cell_clip, cell_clip)
+    torch.cat(
+        [d * j * s_i * (1.0 - s_i), d * c_prev * s_f * (1.0 - s_f), dm * tanh_c * s_o * (1.0 - s_o), d * s_i * (1.0 - j * j)],
+        dim=1,
+        out=d_gates,
+    )
+    dc.copy_(d * s_f)
+
+
+class LayerRecurrence(torch.autograd.Function):
+    """One projected LSTM layer, both directions, over packed positions.
+
+    inputs (2, total, P_in) packed; h0 (2, batch, P), c0 (2, batch, H): rows
+    in the plan's order. Returns the outputs (2, total, P) and every row's
+    final h and c.
+
+    A step is one product of `[x_t, h_{t-1}]` with `[W_ih; W_hh]`; its
+    backward is one product giving both the input's and h_{t-1}'s gradients;
+    the weight gradients are one product over all positions afterwards.
+    Products of this size run near the machine's matmul rate and keep each
+    step's rows in cache, where one product of every position's inputs up
+    front (a buffer of total x 4H written long before it is read) does not.
+    """
+
+    @staticmethod
+    def forward(ctx, inputs, w_ih, bias, w_hh, w_proj, h0, c0, plan: PackPlan, clips):
+        cell_clip, proj_clip = clips
+        H, P, P_in, N = w_hh.shape[2] // 4, w_proj.shape[2], inputs.shape[2], plan.total
+        kernel = cell_kernel.usable_for_training(inputs)
+        weight = torch.cat([w_ih, w_hh], dim=1)  # (2, P_in + P, 4H)
+        full_bias = (bias + forget_offset(H, bias)).squeeze(1)
+        gates = inputs.new_empty((2, N, 4 * H))  # activations, kept for the backward pass
+        c_raw, tanh_c, m = (inputs.new_empty((2, N, H)) for _ in range(3))
+        h_pre, out = inputs.new_empty((2, N, P)), inputs.new_empty((2, N, P))
+        xh = inputs.new_empty((2, h0.shape[1], P_in + P))  # [x_t, h_{t-1}] of the running rows
+        xh[:, :, P_in:] = h0
+        c = c0.detach().clone(memory_format=torch.contiguous_format)
+        for off, a in zip(plan.offsets, plan.counts):
+            rows = slice(off, off + a)
+            for d in range(2):
+                xh[d, :a, :P_in] = inputs[d, rows]
+                torch.addmm(full_bias[d], xh[d, :a], weight[d], out=gates[d, rows])
+                _cell_forward(gates[d, rows], c[d, :a], c_raw[d, rows], tanh_c[d, rows], m[d, rows], cell_clip, kernel)
+                torch.mm(m[d, rows], w_proj[d], out=h_pre[d, rows])
+                if proj_clip:
+                    torch.clamp(h_pre[d, rows], -proj_clip, proj_clip, out=out[d, rows])
+                else:
+                    out[d, rows] = h_pre[d, rows]
+                xh[d, :a, P_in:] = out[d, rows]
+        ctx.save_for_backward(inputs, w_ih, w_hh, w_proj, h0, c0, out)
+        ctx.buffers = (gates, c_raw, tanh_c, m, h_pre)
+        ctx.plan, ctx.clips, ctx.kernel = plan, clips, kernel
+        # rows stop being updated after their last step: xh and c end as every row's final state
+        return out, xh[:, :, P_in:].clone(), c
+
+    @staticmethod
+    def backward(ctx, grad_out, grad_hn, grad_cn):
+        inputs, w_ih, w_hh, w_proj, h0, c0, out = ctx.saved_tensors
+        gates, c_raw, tanh_c, m, h_pre = ctx.buffers
+        plan, (cell_clip, proj_clip), kernel = ctx.plan, ctx.clips, ctx.kernel
+        H, P_in = w_hh.shape[2] // 4, inputs.shape[2]
+        weight = torch.cat([w_ih, w_hh], dim=1)
+        # gradients flowing into h and c, per row: from the final state, then from later steps
+        dense = torch.contiguous_format
+        dh = grad_hn.clone(memory_format=dense) if grad_hn is not None else torch.zeros_like(h0, memory_format=dense)
+        dc = grad_cn.clone(memory_format=dense) if grad_cn is not None else torch.zeros_like(c0, memory_format=dense)
+        d_gates, d_hpre = torch.empty_like(gates), torch.empty_like(h_pre)
+        grad_inputs = torch.empty_like(inputs)
+        dm = gates.new_empty((h0.shape[1], H))
+        dxh = gates.new_empty((h0.shape[1], weight.shape[1]))
+        for t in range(len(plan.counts) - 1, -1, -1):
+            off, a = plan.offsets[t], plan.counts[t]
+            rows = slice(off, off + a)
+            for d in range(2):
+                dh_t = dh[d, :a]
+                if grad_out is not None:
+                    dh_t += grad_out[d, rows]
+                dp = d_hpre[d, rows]
+                if proj_clip:
+                    torch.abs(h_pre[d, rows], out=dp).le_(proj_clip).mul_(dh_t)
+                else:
+                    dp.copy_(dh_t)
+                torch.mm(dp, w_proj[d].t(), out=dm[:a])
+                if t:
+                    prev = plan.offsets[t - 1]
+                    c_prev = c_raw[d, prev : prev + a]
+                else:
+                    c_prev = c0[d, :a].contiguous()
+                _cell_backward(gates[d, rows], d_gates[d, rows], dm[:a], dc[d, :a], c_raw[d, rows], tanh_c[d, rows], c_prev,
+                               cell_clip, t > 0, kernel)
+                torch.mm(d_gates[d, rows], weight[d].t(), out=dxh[:a])
+                grad_inputs[d, rows] = dxh[:a, :P_in]
+                dh_t.copy_(dxh[:a, P_in:])
+        a0 = plan.counts[0] if plan.counts else 0
+        xh_all = torch.cat([inputs, torch.cat([h0[:, :a0], out.index_select(1, plan.previous)], dim=1)], dim=2)
+        grad_weight = torch.bmm(xh_all.transpose(1, 2), d_gates)
+        grad_bias = d_gates.sum(dim=1, keepdim=True)
+        grad_w_proj = torch.bmm(m.transpose(1, 2), d_hpre)
+        return grad_inputs, grad_weight[:, :P_in], grad_bias, grad_weight[:, P_in:], grad_w_proj, dh, dc, None, None
+
+
+def run_stack(
+    stack, inputs: torch.Tensor, lengths: Sequence[int], state
+) -> Tuple[List[torch.Tensor], Tuple[List[torch.Tensor], List[torch.Tensor]]]:
+    """`BiLSTMStack.forward` with gradients: every layer over packed positions.
+
+    Returns the padded outputs per layer and the final (h, c) per layer, rows
+    in their original order.
+    """
+    _, batch, time, _ = inputs.shape
+    plan = PackPlan(lengths, time, inputs.device)
+    dropout = stack.dropout if stack.training else 0.0
+    clips = (stack.cell_clip or 0.0, stack.proj_clip or 0.0)
+    outputs, finals_h, finals_c = [], [], []
+    x = None  # the previous layer's packed output
+    for layer in range(stack.n_layers):
+        h0 = state.h[layer].index_select(1, plan.order)
+        c0 = state.c[layer].index_select(1, plan.order)
+        layer_input = plan.pack(inputs) if layer == 0 else x
+        if dropout:
+            layer_input = torch.nn.functional.dropout(layer_input, dropout, True)
+        params = (stack.weight_ih[layer], stack.bias[layer], stack.weight_hh[layer], stack.weight_proj[layer])
+        out, h_n, c_n = LayerRecurrence.apply(layer_input, *params, h0, c0, plan, clips)
+        if stack.use_skip_connections and layer > 0:
+            out = out + x
+        x = out
+        outputs.append(plan.unpack(out, batch))
+        finals_h.append(h_n.index_select(1, plan.inverse))
+        finals_c.append(c_n.index_select(1, plan.inverse))
+    return outputs, (finals_h, finals_c)
+
+
+__all__ = ["PackPlan", "LayerRecurrence", "run_stack", "forget_offset"]
