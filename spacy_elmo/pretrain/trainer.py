@@ -128,10 +128,9 @@ class Trainer:
         self.config = config
         self.paths = RunPaths(Path(output_dir))
         self.progress = progress
+        # the device per rank (LOCAL_RANK's GPU under torchrun), set before any collective
         self.dist: Dist = init_distributed(device)
-        if device is None:
-            device = f"cuda:{self.dist.local_rank}" if torch.cuda.is_available() and self.dist.enabled else "cpu"
-        self.device = torch.device(device)
+        self.device = self.dist.device
         training = config["training"]
         if training["threads"]:
             torch.set_num_threads(int(training["threads"]))
