@@ -26,13 +26,14 @@ def _read_text(path: PathLike) -> str:
     """The file's text (gunzipped for .gz); a CorpusError for binary, undecodable or truncated files."""
     path = Path(path)
     try:
-        if path.suffix == ".gz":
-            with gzip.open(path, "rb") as handle:
-                raw = handle.read()
-        else:
-            raw = path.read_bytes()
-    except (EOFError, OSError, zlib.error) as err:
-        raise CorpusError(f"{path}: not a complete gzip file ({err}); is it truncated?") from None
+        raw = path.read_bytes()
+    except OSError as err:
+        raise CorpusError(f"{path}: cannot read the file ({err.strerror or err})") from None
+    if path.suffix == ".gz":
+        try:
+            raw = gzip.decompress(raw)
+        except (EOFError, OSError, zlib.error) as err:
+            raise CorpusError(f"{path}: not a complete gzip file ({err}); is it truncated?") from None
     nul = raw.find(b"\x00")
     if nul >= 0:
         raise CorpusError(f"{path}: line {_line_of(raw, nul)} holds a NUL byte: a binary file, not text")

@@ -80,7 +80,7 @@ def _not_text_message(path: PathLike, number: int, line: str) -> str:
     what = "a NUL byte (a binary file?)" if found.group() == "\x00" else f"the byte 0x{ord(found.group()) - 0xDC00:02x}, not UTF-8"
     return (
         f"{path}: line {number + 1} (column {found.start() + 1}) holds {what}; fix the file, or pass "
-        "--encoding-errors replace to read invalid bytes as U+FFFD"
+        "--encoding-errors replace to read on (invalid bytes become U+FFFD)"
     )
 
 
