@@ -5,9 +5,12 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
+
 ROOT = Path(__file__).resolve().parent.parent
 
 
+@pytest.mark.slow  # minutes: python -m pytest -m slow tests/test_project.py
 def test_smoke_workflow(data_dir, tmp_path):
     project = tmp_path / "project"
     project.mkdir()
