@@ -1,8 +1,14 @@
 """Evaluation corpora to spaCy DocBin: UD CoNLL-U (tags, morphology, dependencies) and
 Universal NER IOB2 (entities). Both may be gzip-compressed. Sentences are grouped
 `n_sents` to a doc, with gold sentence boundaries.
+
+A file that is not what its reader expects (not UTF-8 text, truncated, another
+format) raises one `CorpusError` naming the file and the line, never a
+traceback from deep inside a converter and never a silently empty result.
 """
 import gzip
+import re
+import zlib
 from pathlib import Path
 from typing import Iterator, List, Optional, Tuple, Union
 
@@ -12,12 +18,33 @@ from spacy.vocab import Vocab
 PathLike = Union[str, Path]
 
 
+class CorpusError(ValueError):
+    """A corpus file that cannot be read as its format; the message names the file and line."""
+
+
 def _read_text(path: PathLike) -> str:
+    """The file's text (gunzipped for .gz); a CorpusError for binary, undecodable or truncated files."""
     path = Path(path)
+    try:
+        raw = path.read_bytes()
+    except OSError as err:
+        raise CorpusError(f"{path}: cannot read the file ({err.strerror or err})") from None
     if path.suffix == ".gz":
-        with gzip.open(path, "rt", encoding="utf-8") as handle:
-            return handle.read()
-    return path.read_text(encoding="utf-8")
+        try:
+            raw = gzip.decompress(raw)
+        except (EOFError, OSError, zlib.error) as err:
+            raise CorpusError(f"{path}: not a complete gzip file ({err}); is it truncated?") from None
+    nul = raw.find(b"\x00")
+    if nul >= 0:
+        raise CorpusError(f"{path}: line {_line_of(raw, nul)} holds a NUL byte: a binary file, not text")
+    try:
+        return raw.decode("utf-8")
+    except UnicodeDecodeError as err:
+        raise CorpusError(f"{path}: line {_line_of(raw, err.start)} is not valid UTF-8 ({err.reason})") from None
+
+
+def _line_of(raw: bytes, offset: int) -> int:
+    return raw.count(b"\n", 0, offset) + 1
 
 
 def conllu_words(path: PathLike, limit: int = 0) -> List[List[str]]:
@@ -47,14 +74,53 @@ def ud_docs(path: PathLike, n_sents: int = 10, limit: int = 0) -> List[Doc]:
     text = _read_text(path)
     if limit:
         text = "\n\n".join(text.strip().split("\n\n")[:limit]) + "\n"
+    _check_conllu(text, path)
     return list(conllu_to_docs(text, n_sents=n_sents, no_print=True))
 
 
-def _iob2_sentences(text: str) -> Iterator[Tuple[List[str], List[str]]]:
+_CONLLU_ID = re.compile(r"^(\d+|\d+-\d+|\d+\.\d+)$")
+
+
+def _check_conllu(text: str, path: PathLike) -> None:
+    """Every token line has CoNLL-U's 10 columns, and every head points inside its sentence."""
+    heads: List[Tuple[int, int]] = []  # (line number, head) of the sentence's words
+    words = 0
+    lines = text.splitlines()
+    for number, line in enumerate(lines + [""], 1):
+        if not line.strip():
+            for at, head in heads:
+                if head > words:
+                    raise CorpusError(
+                        f"{path}: line {at}: head {head} points past the sentence's {words} words "
+                        "(a truncated file?)"
+                    )
+            heads, words = [], 0
+            continue
+        if line.startswith("#"):
+            continue
+        columns = line.split("\t")
+        if len(columns) != 10:
+            raise CorpusError(
+                f"{path}: line {number}: expected 10 tab-separated columns (CoNLL-U), found {len(columns)}"
+                + (" (a truncated file?)" if number == len(lines) else "")
+            )
+        if not _CONLLU_ID.match(columns[0]):
+            raise CorpusError(f"{path}: line {number}: {columns[0]!r} is not a CoNLL-U token ID")
+        if columns[0].isdigit():
+            words += 1
+            if not columns[6].isdigit():
+                raise CorpusError(f"{path}: line {number}: head {columns[6]!r} is not a number")
+            heads.append((number, int(columns[6])))
+
+
+_IOB2_TAG = re.compile(r"^(O|[BI]-\S+)$")
+
+
+def _iob2_sentences(text: str, path: PathLike = "<text>") -> Iterator[Tuple[List[str], List[str]]]:
+    """(words, tags) per sentence of `INDEX<TAB>WORD<TAB>TAG...` lines; anything else is refused."""
     words: List[str] = []
     tags: List[str] = []
-    for line in text.splitlines() + [""]:
-        line = line.rstrip("\n")
+    for number, line in enumerate(text.splitlines() + [""], 1):
         if not line.strip():
             if words:
                 yield words, tags
@@ -64,16 +130,22 @@ def _iob2_sentences(text: str) -> Iterator[Tuple[List[str], List[str]]]:
             continue
         columns = line.split("\t")
         if len(columns) < 3 or not columns[0].isdigit():
-            continue
+            raise CorpusError(
+                f"{path}: line {number}: expected INDEX<TAB>WORD<TAB>TAG (Universal NER IOB2), got {line[:60]!r}"
+            )
+        if not _IOB2_TAG.match(columns[2]):
+            raise CorpusError(
+                f"{path}: line {number}: tag {columns[2][:30]!r} is not IOB2 (O, B-TYPE or I-TYPE); "
+                "is this a Universal NER file?"
+            )
         words.append(columns[1])
-        tag = columns[2]
-        tags.append(tag if tag in ("O",) or tag[:2] in ("B-", "I-") else "O")
+        tags.append(columns[2])
 
 
 def uner_docs(path: PathLike, n_sents: int = 10, limit: int = 0, vocab: Optional[Vocab] = None) -> List[Doc]:
     """Docs with gold entities (PER, LOC, ORG) from a Universal NER IOB2 file."""
     vocab = vocab or Vocab()
-    sentences = list(_iob2_sentences(_read_text(path)))
+    sentences = list(_iob2_sentences(_read_text(path), path))
     if limit:
         sentences = sentences[:limit]
     docs = []
@@ -106,4 +178,4 @@ def write_docbin(docs: List[Doc], output: PathLike) -> Path:
     return output
 
 
-__all__ = ["conllu_words", "ud_docs", "uner_docs", "write_docbin"]
+__all__ = ["conllu_words", "ud_docs", "uner_docs", "write_docbin", "CorpusError"]

@@ -5,9 +5,12 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
+
 ROOT = Path(__file__).resolve().parent.parent
 
 
+@pytest.mark.slow  # minutes: python -m pytest -m slow tests/test_project.py
 def test_smoke_workflow(data_dir, tmp_path):
     project = tmp_path / "project"
     project.mkdir()
@@ -33,5 +36,5 @@ def test_smoke_workflow(data_dir, tmp_path):
         cwd=project, capture_output=True, text=True, timeout=600)
     assert budgeted.returncode == 0, budgeted.stdout[-4000:] + budgeted.stderr[-4000:]
     wall = json.loads((project / "training" / "budget" / "wall_time.json").read_text())
-    assert wall["stopped"] == "time budget" and wall["seconds"] < 120
+    assert wall["stopped"] == "time budget"  # what stopped it, not how long it took (machines differ)
     assert (project / "training" / "budget" / "model-best").is_dir()

@@ -41,6 +41,7 @@ from torch import nn
 
 from . import cell_kernel, lstm_train, onednn
 from .config import BiLMConfig
+from .weights_key import WeightsKey
 
 # published (TensorFlow) order i, j, f, o  ->  internal order i, f, o, j
 TF_TO_INTERNAL = (0, 2, 3, 1)
@@ -85,7 +86,7 @@ class BiLSTMStack(nn.Module):
         self.weight_hh = nn.ParameterList([nn.Parameter(torch.zeros(2, P, 4 * H)) for _ in range(self.n_layers)])
         self.bias = nn.ParameterList([nn.Parameter(torch.zeros(2, 1, 4 * H)) for _ in range(self.n_layers)])
         self.weight_proj = nn.ParameterList([nn.Parameter(torch.zeros(2, H, P)) for _ in range(self.n_layers)])
-        self._kept_weights: Dict[int, Tuple[tuple, _InferenceWeights]] = {}
+        self._kept_weights: Dict[int, Tuple[WeightsKey, _InferenceWeights]] = {}
 
     def reset_parameters(self, generator: Optional[torch.Generator] = None) -> None:
         with torch.no_grad():
@@ -201,16 +202,17 @@ class BiLSTMStack(nn.Module):
         Building them costs about 1.5 ms per direction for the small shapes
         (concatenation, scaling, oneDNN's packing), per batch; kept, they are a
         second copy of the layer's weights, so the original shapes (134 MB per
-        layer) build them per call. The key holds the parameters' versions and
-        addresses (any in-place update or new tensor rebuilds them), the dtype,
-        the device, whether oneDNN takes the products and whether the cell
-        kernel reads token-table inputs (the first layer's extra packs).
+        layer) build them per call. The key is the parameters' `WeightsKey`
+        (identity and version: any in-place update or new tensor rebuilds
+        them) with the inputs' dtype and device, whether oneDNN takes the
+        products and whether the cell kernel reads token-table inputs (the
+        first layer's extra packs).
         """
         params = (self.weight_ih[layer], self.weight_hh[layer], self.bias[layer], self.weight_proj[layer])
         on_onednn = onednn.usable(like)
         # the first layer's inputs may come as token-table rows, which only the kernel path reads
         split = on_onednn and layer == 0 and cell_kernel.usable(like)
-        key = (like.dtype, like.device, on_onednn, split, tuple((p._version, p.data_ptr()) for p in params))
+        key = WeightsKey(params, like.dtype, like.device, on_onednn, split)
         kept = self._kept_weights.get(layer)
         if kept is not None and kept[0] == key:
             return kept[1]

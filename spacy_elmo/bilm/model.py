@@ -24,6 +24,7 @@ from .config import BiLMConfig
 from .lstm import BiLSTMStack, LSTMState
 from .token_encoder import CharCNNEncoder, WordEncoder
 from .vocab import Vocabulary
+from .weights_key import WeightsKey, weights_key
 
 
 # Bulk embedding batches: per timestep the LSTM multiplies one row per sentence,
@@ -82,8 +83,8 @@ class BiLM(nn.Module):
         self.token_cache: Optional[TokenCache] = None
         self.stateful = False
         self._carried: Optional[LSTMState] = None
-        # the LSTM state after <S> / </S> from zeros, keyed by the weights' versions
-        self._start: Optional[Tuple[tuple, LSTMState]] = None
+        # the LSTM state after <S> / </S> from zeros, keyed on the weights (weights_key.py)
+        self._start: Optional[Tuple[WeightsKey, LSTMState]] = None
 
     # -- setup -------------------------------------------------------------------------
     def reset_parameters(self, seed: Optional[int] = None) -> None:
@@ -106,13 +107,18 @@ class BiLM(nn.Module):
     def device(self) -> torch.device:
         return next(self.parameters()).device
 
-    def enable_cache(self, max_size: int = 50_000, words: Optional[Sequence[str]] = None) -> TokenCache:
+    def enable_cache(
+        self, max_size: int = 50_000, words: Optional[Sequence[str]] = None, max_bytes: Optional[int] = None
+    ) -> TokenCache:
         """Reuse token-encoder outputs across batches (inference only).
 
         `words` are computed now and kept; others are learned as they come,
-        up to `max_size` (0: only the given words).
+        up to `max_size` entries (0: only the given words) and `max_bytes`.
+        Every call checks the cache against the weights (`weights_key.py`), so
+        changed weights never meet vectors computed from the old ones.
         """
-        self.token_cache = TokenCache(max_size=max_size, learn=max_size > 0)
+        self.token_cache = TokenCache(max_size=max_size, learn=max_size > 0, max_bytes=max_bytes)
+        self.token_cache.validate(weights_key(self))
         if words:
             words = list(dict.fromkeys(words))
             with torch.no_grad():
@@ -126,7 +132,9 @@ class BiLM(nn.Module):
 
     def clear_cache(self) -> None:
         """Forget computed token vectors, the LSTM's start state and its kept
-        inference weights (after changing weights)."""
+        inference weights. Every call checks them against the weights anyway
+        (`weights_key.py`); this frees their memory, and is needed only after
+        writes through `parameter.data`, which no version counter sees."""
         self._start = None
         self.lstm.clear_inference_cache()
         if self.token_cache is not None:
@@ -162,6 +170,7 @@ class BiLM(nn.Module):
         cache = self.token_cache
         if cache is None or self.training or torch.is_grad_enabled():
             return self._encode_uncached(tokens, with_boundaries=True)
+        cache.validate(weights_key(self))
         found, vectors, missing = cache.lookup(tokens)
         # <S>/</S> are computed alone, once, and kept, like every cached token:
         # the same bits whatever batch or history (see the regression test
@@ -236,15 +245,9 @@ class BiLM(nn.Module):
     def _start_state(self, token_vectors: torch.Tensor) -> LSTMState:
         """The state after the first step (<S> forward, </S> backward) from zeros, one row.
 
-        Kept until a weight changes (any in-place update bumps a parameter's
-        version; new tensors have new addresses) or the precision does.
+        Kept until a weight changes or the precision does (`weights_key.py`).
         """
-        key = (
-            token_vectors.dtype,
-            token_vectors.device,
-            torch.is_autocast_enabled(token_vectors.device.type),
-            tuple((p._version, p.data_ptr()) for p in self.parameters()),
-        )
+        key = weights_key(self, token_vectors.dtype, token_vectors.device)
         if self._start is None or self._start[0] != key:
             index = torch.tensor([[[0]], [[1]]], device=token_vectors.device)
             boundaries = token_vectors[:2]  # the table rows it reads; not the batch's whole table

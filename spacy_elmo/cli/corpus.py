@@ -18,11 +18,14 @@ def corpus_cli(
     dev_fraction: float = typer.Option(0.1, "--dev-fraction", help="Share of docs for --dev-output (the last ones)"),
 ) -> None:
     """Convert an evaluation corpus to a spaCy DocBin, sentences grouped n to a doc."""
-    from ..corpora import ud_docs, uner_docs, write_docbin
+    from ..corpora import CorpusError, ud_docs, uner_docs, write_docbin
 
     if kind not in ("ud", "ner"):
         fail(f"KIND must be 'ud' or 'ner', got {kind!r}")
-    docs = ud_docs(input_path, n_sents, limit) if kind == "ud" else uner_docs(input_path, n_sents, limit)
+    try:
+        docs = ud_docs(input_path, n_sents, limit) if kind == "ud" else uner_docs(input_path, n_sents, limit)
+    except CorpusError as err:
+        fail(str(err))
     if not docs:
         fail(f"{input_path}: no sentences found")
     held_out = []

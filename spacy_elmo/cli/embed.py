@@ -17,6 +17,7 @@ def embed_cli(
     weights: Optional[Path] = typer.Option(None, "--weights", "-w", help="Weights directory (default: embedded English model)"),
     batch_size: int = typer.Option(EMBED_BATCH_SENTENCES, "--batch-size", "-b", help="Most sentences per batch"),
     batch_tokens: int = typer.Option(EMBED_BATCH_TOKENS, "--batch-tokens", help="Most padded tokens per batch"),
+    chunk_lines: int = typer.Option(4096, "--chunk-lines", help="Lines embedded between flushes to OUTPUT.partial (at most this much work is lost to a crash)"),
     layers: str = typer.Option("all", "--layers", "-l", help="all (L+1, n, w), top, average, or mix (n, w)"),
     mix: Optional[str] = typer.Option(None, "--mix", help="With --layers mix: comma-separated layer weights"),
     shard: Optional[str] = typer.Option(None, "--shard", help="K/N: embed lines with number % N == K into OUTPUT.shard-K-of-N"),
@@ -25,6 +26,7 @@ def embed_cli(
     overwrite: bool = typer.Option(False, "--overwrite", help="Replace an existing or interrupted output"),
     cache: int = typer.Option(50000, "--cache", help="Token-encoder cache size (0: off)"),
     precision: str = typer.Option("float32", "--precision", help="float32, or bfloat16/float16 autocast"),
+    encoding_errors: str = typer.Option("strict", "--encoding-errors", help="strict: stop at the first line that is not UTF-8; replace: read bad bytes as U+FFFD"),
     gpu_id: int = typer.Option(-1, "--gpu-id", "-g", help="GPU to use (-1: CPU; under torchrun: LOCAL_RANK)"),
     quiet: bool = typer.Option(False, "--quiet", "-q", help="No progress bar"),
 ) -> None:
@@ -39,7 +41,7 @@ def embed_cli(
 
     if join:
         try:
-            join_shards(output_path, join, input_path)
+            join_shards(output_path, join, input_path, encoding_errors)
         except DumpError as err:
             fail(str(err))
         msg.good(f"Joined {join} shards into {output_path}")
@@ -75,10 +77,12 @@ def embed_cli(
             mix=mix_weights,
             batch_tokens=batch_tokens,
             batch_size=batch_size,
+            chunk_lines=chunk_lines,
             shard=(k, n),
             resume=resume,
             overwrite=overwrite,
             precision=precision,
+            encoding_errors=encoding_errors,
             on_progress=lambda tokens, sentences: bar.update(tokens),
         )
     except DumpError as err:
@@ -92,7 +96,7 @@ def embed_cli(
             dist.init_process_group("gloo")
         dist.barrier()
         if k == 0:
-            join_shards(output_path, n, input_path)
+            join_shards(output_path, n, input_path, encoding_errors)
             msg.good(f"Wrote {output_path} ({n} shards)")
         dist.destroy_process_group()
         return

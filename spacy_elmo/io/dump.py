@@ -17,16 +17,20 @@ datasets that point into the shard files, with the same keys and
 """
 import json
 import os
+import re
 from pathlib import Path
 from typing import Callable, Dict, Iterator, List, Optional, Sequence, Tuple, Union
 
 import numpy
 
 from ..bilm.model import EMBED_BATCH_SENTENCES, EMBED_BATCH_TOKENS, BiLM
+from ..faults import fault_point
+from .atomic import commit
 from .errors import WeightsError
 
 PathLike = Union[str, Path]
 LAYER_MODES = ("all", "top", "average", "mix")
+ENCODING_ERRORS = ("strict", "replace")
 
 
 class DumpError(ValueError):
@@ -49,11 +53,41 @@ def combine_layers(layers: numpy.ndarray, mode: str, mix: Optional[Sequence[floa
     raise DumpError(f"unknown layer mode {mode!r}; choose from {LAYER_MODES}")
 
 
-def read_lines(path: PathLike) -> Iterator[Tuple[int, str]]:
-    """(line number, line text without its newline) of a UTF-8 text file."""
-    with open(path, "r", encoding="utf-8", errors="replace", newline="") as handle:
+def read_lines(path: PathLike, encoding_errors: str = "strict") -> Iterator[Tuple[int, str]]:
+    """(line number, line text without its newline) of a UTF-8 text file.
+
+    encoding_errors: "strict" (a DumpError naming the first line that is not
+    UTF-8 text: invalid bytes, or a NUL byte as in binary files) or "replace"
+    (invalid bytes become U+FFFD).
+    """
+    if encoding_errors not in ENCODING_ERRORS:
+        raise DumpError(f"unknown encoding error handling {encoding_errors!r}; choose from {ENCODING_ERRORS}")
+    strict = encoding_errors == "strict"
+    # surrogateescape keeps every invalid byte visible (as U+DC80..U+DCFF) without
+    # changing where lines end, so the error can name its line
+    with open(path, "r", encoding="utf-8", errors="surrogateescape" if strict else "replace", newline="") as handle:
         for number, line in enumerate(handle):
+            if strict and (_NOT_TEXT.search(line) is not None):
+                raise DumpError(_not_text_message(path, number, line))
             yield number, line.rstrip("\r\n")
+
+
+_NOT_TEXT = re.compile("[\udc80-\udcff\x00]")
+
+
+def _not_text_message(path: PathLike, number: int, line: str) -> str:
+    found = _NOT_TEXT.search(line)
+    what = "a NUL byte (a binary file?)" if found.group() == "\x00" else f"the byte 0x{ord(found.group()) - 0xDC00:02x}, not UTF-8"
+    return (
+        f"{path}: line {number + 1} (column {found.start() + 1}) holds {what}; fix the file, or pass "
+        "--encoding-errors replace to read on (invalid bytes become U+FFFD)"
+    )
+
+
+def check_text(path: PathLike, encoding_errors: str = "strict") -> None:
+    """Read the whole file once, so that bad input fails before any work is done."""
+    for _ in read_lines(path, encoding_errors):
+        pass
 
 
 def shard_path(output: PathLike, shard: int, n_shards: int) -> Path:
@@ -80,8 +114,14 @@ def embed_file(
     overwrite: bool = False,
     precision: str = "float32",
     on_progress: Optional[Callable[[int, int], None]] = None,
+    encoding_errors: str = "strict",
 ) -> Path:
-    """Embed INPUT line by line into OUTPUT (or its shard file); memory stays flat."""
+    """Embed INPUT line by line into OUTPUT (or its shard file); memory stays flat.
+
+    INPUT is read once before any work (`check_text`), so a file that is not
+    UTF-8 text fails at once, naming its first bad line (`encoding_errors`:
+    see `read_lines`).
+    """
     import h5py
 
     if layers not in LAYER_MODES:
@@ -93,6 +133,9 @@ def embed_file(
         raise DumpError(f"shard {k}/{n}: need 0 <= K < N")
     final = Path(output_path) if n == 1 else shard_path(output_path, k, n)
     work = partial_path(final)
+    if not final.parent.is_dir():
+        raise DumpError(f"{final.parent}: no such directory for the output; create it first")
+    check_text(input_path, encoding_errors)
     if final.exists() and not overwrite:
         raise DumpError(f"{final} exists; pass --overwrite to replace it")
     if work.exists() and not (resume or overwrite):
@@ -112,13 +155,17 @@ def embed_file(
             work.unlink()  # torn by a crash during a write: start this file again
             done = set()
     mapping = {}
-    with h5py.File(work, mode) as out:
+    try:
+        out = h5py.File(work, mode)
+    except OSError as err:
+        raise DumpError(f"{work}: cannot write the output ({err})") from None
+    with out:
         out.attrs["status"] = "incomplete"
         out.attrs["layers"] = layers
         out.attrs["shard"] = f"{k}/{n}"
         writer = _DatasetWriter(out)
         pending: List[Tuple[int, List[str]]] = []
-        for number, line in read_lines(input_path):
+        for number, line in read_lines(input_path, encoding_errors):
             if number % n != k:
                 continue
             mapping[line] = str(number)
@@ -134,7 +181,7 @@ def embed_file(
             del out["sentence_to_index"]
         out.create_dataset("sentence_to_index", data=numpy.array([json.dumps(mapping)], dtype=h5py.string_dtype()))
         out.attrs["status"] = "complete"
-    os.replace(work, final)
+    commit(work, final)
     return final
 
 
@@ -146,6 +193,7 @@ def _write_chunk(model, writer, pending, layers, mix, batch_tokens, batch_size, 
         if on_progress is not None:
             on_progress(sum(len(sentences[i]) for i in indices), len(indices))
     writer.out.flush()
+    fault_point("embed.chunk")
 
 
 class _DatasetWriter:
@@ -183,7 +231,9 @@ class _DatasetWriter:
         dataset.write(h5py.h5s.ALL, h5py.h5s.ALL, array, mtype=dtype)
 
 
-def join_shards(output_path: PathLike, n_shards: int, input_path: Optional[PathLike] = None) -> Path:
+def join_shards(
+    output_path: PathLike, n_shards: int, input_path: Optional[PathLike] = None, encoding_errors: str = "strict"
+) -> Path:
     """OUTPUT with one virtual dataset per key, pointing into the shard files."""
     import h5py
 
@@ -211,11 +261,11 @@ def join_shards(output_path: PathLike, n_shards: int, input_path: Optional[PathL
                     out.create_virtual_dataset(key, layout, fillvalue=numpy.nan)
         if input_path is not None:
             # the last occurrence of a repeated line wins, as in a single run
-            mapping = {line: str(number) for number, line in read_lines(input_path)}
+            mapping = {line: str(number) for number, line in read_lines(input_path, encoding_errors)}
         out.create_dataset("sentence_to_index", data=numpy.array([json.dumps(mapping)], dtype=h5py.string_dtype()))
         out.attrs["status"] = "complete"
         out.attrs["shards"] = n_shards
-    os.replace(work, output)
+    commit(work, output)
     return output
 
 

@@ -10,7 +10,6 @@ half-written model behind under the real name.
 """
 import hashlib
 import json
-import os
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Dict, Optional, Union
@@ -22,6 +21,7 @@ from ..bilm.heads import SoftmaxHead
 from ..bilm.language_model import LanguageModel
 from ..bilm.model import BiLM
 from ..bilm.vocab import Vocabulary
+from .atomic import atomic_path
 from .errors import WeightsError
 
 FORMAT_NAME = "spacy-elmo"
@@ -199,16 +199,8 @@ def _contiguous(state: Dict[str, torch.Tensor]) -> Dict[str, torch.Tensor]:
 
 
 def _atomic(path: Path, write) -> None:
-    tmp = path.with_name(f".{path.name}.tmp{os.getpid()}")
-    try:
+    with atomic_path(path) as tmp:
         write(tmp)
-        umask = os.umask(0)
-        os.umask(umask)
-        os.chmod(tmp, 0o666 & ~umask)
-        os.replace(tmp, path)
-    finally:
-        if tmp.exists():
-            tmp.unlink()
 
 
 __all__ = ["NativeModel", "save_native", "load_native", "read_meta", "is_native", "FORMAT_VERSION"]

@@ -22,6 +22,7 @@ from thinc.api import Config, Model, Optimizer, set_dropout_rate
 
 from ..layers.bilm_model import get_bilm, set_bilm
 from ..layers.listener import ElmoListenerLayer
+from ..threads import ThreadsSetting, check_threads, cpu_threads
 from .extensions import set_doc_layers, set_doc_mix, set_vector_hooks
 
 DEFAULT_MODEL_CONFIG = """
@@ -69,6 +70,7 @@ class ElmoNotReady(ValueError):
         "mix": None,
         "gamma": 1.0,
         "set_vector_hooks": False,
+        "threads": "auto",
     },
     assigns=["doc._.elmo", "doc._.elmo_vector"],
     default_score_weights={},
@@ -83,6 +85,7 @@ def make_elmo(
     mix: Optional[List[float]],
     gamma: float,
     set_vector_hooks: bool,
+    threads: ThreadsSetting,
 ) -> "Elmo":
     """Create the component.
 
@@ -96,6 +99,8 @@ def make_elmo(
     mix, gamma: the layer weights (before normalisation) and scale of
         *._.elmo_vector; uniform and 1.0 by default.
     set_vector_hooks: make doc/span/token .vector and .similarity use ELMo.
+    threads: CPU threads for prediction: "auto" (the cores other processes
+        leave free), 0 (torch's setting) or N (see spacy_elmo/threads.py).
     """
     return Elmo(
         nlp.vocab,
@@ -107,6 +112,7 @@ def make_elmo(
         mix=mix,
         gamma=gamma,
         set_vector_hooks=set_vector_hooks,
+        threads=threads,
     )
 
 
@@ -125,6 +131,7 @@ class Elmo(TrainablePipe):
         mix: Optional[Sequence[float]] = None,
         gamma: float = 1.0,
         set_vector_hooks: bool = False,
+        threads: ThreadsSetting = "auto",
     ) -> None:
         self.vocab = vocab
         self.model = model
@@ -137,6 +144,7 @@ class Elmo(TrainablePipe):
             "mix": list(mix) if mix is not None else None,
             "gamma": float(gamma),
             "set_vector_hooks": bool(set_vector_hooks),
+            "threads": check_threads(threads),
         }
         if weights is not None:
             model.attrs["weights"] = str(weights)
@@ -211,7 +219,8 @@ class Elmo(TrainablePipe):
         self._check_ready()
         _single_thread_in_worker()
         docs = list(docs)
-        outputs = self.model.predict(docs)
+        with cpu_threads(self.cfg.get("threads", "auto")):
+            outputs = self.model.predict(docs)
         return [self.model.ops.to_numpy(o).astype(numpy.float32, copy=False) for o in outputs]
 
     def set_annotations(self, docs: Sequence[Doc], layers: Sequence[numpy.ndarray]) -> None:

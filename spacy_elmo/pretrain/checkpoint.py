@@ -1,69 +1,196 @@
-"""Crash-safe training checkpoints.
+"""Crash-safe, code-free training checkpoints.
 
 A checkpoint is one file holding everything a run needs to continue exactly:
 model and softmax weights, optimizer state, step and data position, and every
-random generator's state. It is written to a temporary file, flushed to disk
-and renamed over the previous one, so a kill at any moment leaves either the
-old or the new checkpoint, never a torn one; when writing fails (disk full),
-the previous checkpoint is untouched and the error is reported.
+random generator's state (python's, numpy's, torch's and the sampler's). It
+holds only tensors and plain values (dicts, lists, tuples, strings, numbers,
+None) and is read with PyTorch's safe loader (`weights_only=True`), so a
+checkpoint file from elsewhere cannot run code; anything else in it, a key
+missing or unknown, or a value of the wrong type is refused with one
+`CheckpointError` naming the file and the problem.
+
+It is written to a temporary file, flushed to disk and renamed over the
+previous one (`io/atomic.py`), so a kill at any moment leaves either the old
+or the new checkpoint, never a torn one; when writing fails (disk full), the
+previous checkpoint is untouched and the error is reported.
 """
-import os
 import random
+import re
 from pathlib import Path
-from typing import Any, Dict
+from typing import Any, Callable, Dict, Tuple
 
 import numpy
 import torch
 
-
-def rng_state() -> Dict[str, Any]:
-    np_state = numpy.random.get_state()
-    return {
-        "python": random.getstate(),
-        "numpy": [np_state[0], np_state[1].tolist(), int(np_state[2]), int(np_state[3]), float(np_state[4])],
-        "torch": torch.get_rng_state(),
-    }
-
-
-def set_rng_state(state: Dict[str, Any]) -> None:
-    python = state["python"]
-    random.setstate((python[0], tuple(python[1]), python[2]))
-    kind, keys, pos, has_gauss, gauss = state["numpy"]
-    numpy.random.set_state((kind, numpy.asarray(keys, dtype=numpy.uint32), pos, has_gauss, gauss))
-    torch.set_rng_state(state["torch"])
+from ..faults import fault_point
+from ..io.atomic import atomic_path
 
 
 class CheckpointError(RuntimeError):
     pass
 
 
+def rng_state() -> Dict[str, Any]:
+    """Python's, numpy's and torch's global generator states, as plain values and tensors."""
+    np_state = numpy.random.get_state()
+    version, internal, gauss = random.getstate()
+    return {
+        "python": [int(version), list(internal), gauss],
+        "numpy": [str(np_state[0]), np_state[1].tolist(), int(np_state[2]), int(np_state[3]), float(np_state[4])],
+        "torch": torch.get_rng_state(),
+    }
+
+
+def set_rng_state(state: Dict[str, Any]) -> None:
+    version, internal, gauss = state["python"]
+    random.setstate((version, tuple(internal), gauss))
+    kind, keys, pos, has_gauss, gauss = state["numpy"]
+    numpy.random.set_state((kind, numpy.asarray(keys, dtype=numpy.uint32), pos, has_gauss, gauss))
+    torch.set_rng_state(state["torch"])
+
+
 def save_checkpoint(path: Path, state: Dict[str, Any]) -> None:
     """Write atomically; on failure (disk full...) the previous checkpoint is untouched."""
     path = Path(path)
+    problem = _problem(state)
+    if problem:
+        raise CheckpointError(f"{path}: refusing to write a malformed checkpoint: {problem}")
     path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
     try:
-        with open(tmp, "wb") as handle:
-            torch.save(state, handle)
-            handle.flush()
-            os.fsync(handle.fileno())
-        os.replace(tmp, path)
+        with atomic_path(path) as tmp:
+            with open(tmp, "wb") as handle:
+                torch.save(state, handle)
+            fault_point("checkpoint.write")
     except (OSError, RuntimeError) as err:
         previous = "the previous checkpoint is intact" if path.exists() else "no earlier checkpoint exists"
         raise CheckpointError(f"{path}: could not write the checkpoint ({err}); {previous}") from err
-    finally:
-        if tmp.exists():
-            tmp.unlink()
 
 
 def load_checkpoint(path: Path) -> Dict[str, Any]:
+    """The checkpoint's contents, read without running any code from the file; checked."""
     path = Path(path)
     if not path.is_file():
         raise CheckpointError(f"{path}: no checkpoint to resume from")
     try:
-        return torch.load(path, map_location="cpu", weights_only=False)
+        state = torch.load(path, map_location="cpu", weights_only=True)
     except Exception as err:  # torch raises many kinds for a bad file
-        raise CheckpointError(f"{path}: unreadable checkpoint ({type(err).__name__}: {err})") from None
+        text = str(err)
+        found = re.search(r"Unsupported global: GLOBAL ([\w.]+)", text)
+        if found:
+            raise CheckpointError(
+                f"{path}: refused: the file holds objects other than tensors and plain values "
+                f"({found.group(1)}); it was not written by spacy_elmo pretrain, and loading it could run code"
+            ) from None
+        # the safe loader's own reason where it gave one, else the first line
+        reason = re.search(r"WeightsUnpickler error:\s*(\S[^\n]*)", text)
+        detail = reason.group(1) if reason else (text.strip().splitlines() or [""])[0]
+        raise CheckpointError(f"{path}: not a readable checkpoint ({type(err).__name__}: {detail})") from None
+    problem = _problem(state)
+    if problem:
+        raise CheckpointError(f"{path}: not a spacy_elmo pretraining checkpoint: {problem}")
+    return state
+
+
+# -- the checkpoint's layout ------------------------------------------------------------
+
+
+def _is_int(value: Any) -> bool:
+    return isinstance(value, int) and not isinstance(value, bool)
+
+
+def _is_number(value: Any) -> bool:
+    return isinstance(value, (int, float)) and not isinstance(value, bool)
+
+
+def _is_list(value: Any, item: Callable[[Any], bool]) -> bool:
+    return isinstance(value, (list, tuple)) and all(item(v) for v in value)
+
+
+def _is_byte_tensor(value: Any) -> bool:
+    return isinstance(value, torch.Tensor) and value.dtype == torch.uint8
+
+
+def _model(value: Any) -> bool:
+    return isinstance(value, dict) and all(isinstance(k, str) and isinstance(v, torch.Tensor) for k, v in value.items())
+
+
+def _optimizer(value: Any) -> bool:
+    return (
+        isinstance(value, dict)
+        and isinstance(value.get("state"), dict)
+        and _is_list(value.get("param_groups"), lambda g: isinstance(g, dict) and _is_list(g.get("params"), _is_int))
+    )
+
+
+_PROGRESS_INTS = ("step", "epoch", "batches_in_epoch", "tokens")
+
+
+def _progress(value: Any) -> bool:
+    return (
+        isinstance(value, dict)
+        and all(_is_int(value.get(k)) and value[k] >= 0 for k in _PROGRESS_INTS)
+        and _is_number(value.get("elapsed", 0.0))
+        and (value.get("best") is None or _is_number(value["best"]))
+    )
+
+
+def _rng(value: Any) -> bool:
+    if not isinstance(value, dict) or set(value) != {"python", "numpy", "torch"}:
+        return False
+    python, np_state = value["python"], value["numpy"]
+    return (
+        _is_list(python, lambda _: True)
+        and len(python) == 3
+        and _is_int(python[0])
+        and _is_list(python[1], _is_int)
+        and (python[2] is None or _is_number(python[2]))
+        and _is_list(np_state, lambda _: True)
+        and len(np_state) == 5
+        and isinstance(np_state[0], str)
+        and _is_list(np_state[1], _is_int)
+        and len(np_state[1]) == 624
+        and all(_is_int(v) for v in np_state[2:4])
+        and _is_number(np_state[4])
+        and _is_byte_tensor(value["torch"])
+    )
+
+
+def _carried(value: Any) -> bool:
+    return value is None or (
+        _is_list(value, lambda part: _is_list(part, lambda t: isinstance(t, torch.Tensor)))
+        and len(value) == 2
+        and len(value[0]) == len(value[1])
+    )
+
+
+# key: (required, check, what it must be)
+_LAYOUT: Dict[str, Tuple[bool, Callable[[Any], bool], str]] = {
+    "model": (True, _model, "a mapping of parameter names to tensors"),
+    "optimizer": (True, _optimizer, "an optimizer state (state, param_groups)"),
+    "progress": (True, _progress, f"a mapping with non-negative integers {', '.join(_PROGRESS_INTS)}"),
+    "rng": (True, _rng, "the python, numpy and torch generator states"),
+    "sampler": (True, lambda v: _is_list(v, _is_byte_tensor) and len(v) > 0, "a list of generator states (uint8 tensors)"),
+    "vocab": (True, lambda v: _is_list(v, lambda w: isinstance(w, str)) and len(v) > 0, "a list of words"),
+    "carried": (False, _carried, "None or the carried LSTM state [h tensors, c tensors]"),
+    "config": (False, lambda v: v is None or isinstance(v, str), "the run's config as text"),
+}
+
+
+def _problem(state: Any) -> str:
+    """What is wrong with a checkpoint's contents ('' if nothing)."""
+    if not isinstance(state, dict):
+        return f"it holds a {type(state).__name__}, not a mapping"
+    missing = [k for k, (required, _, _) in _LAYOUT.items() if required and k not in state]
+    unknown = [str(k) for k in state if k not in _LAYOUT]
+    if missing or unknown:
+        parts = ([f"missing {', '.join(missing)}"] if missing else []) + (
+            [f"unknown {', '.join(unknown)}"] if unknown else []
+        )
+        return "keys: " + "; ".join(parts)
+    for key, (_, check, what) in _LAYOUT.items():
+        if key in state and not check(state[key]):
+            return f"'{key}' must be {what}"
+    return ""
 
 
 __all__ = ["save_checkpoint", "load_checkpoint", "rng_state", "set_rng_state", "CheckpointError"]

@@ -11,12 +11,13 @@ loaded whole, and the cache is reused by later runs on the same inputs.
 import gzip
 import hashlib
 import json
-import os
 from collections import Counter
 from pathlib import Path
 from typing import Callable, Dict, Iterable, Iterator, List, Optional, Sequence, Union
 
 from tqdm import tqdm
+
+from ..io.atomic import atomic_path
 
 PathLike = Union[str, Path]
 _CACHE_VERSION = 1
@@ -129,10 +130,9 @@ class TokenizedCorpus:
         cache_dir.mkdir(parents=True, exist_ok=True)
         counts: Counter = Counter()
         n_segments = n_tokens = 0
-        tmp = cache_dir / f".segments.{os.getpid()}.tmp"
         bar = tqdm(desc=f"tokenizing {', '.join(f.name for f in files)}", unit=" tok", unit_scale=True, disable=not progress)
         try:
-            with gzip.open(tmp, "wt", encoding="utf-8", compresslevel=3) as out:
+            with atomic_path(cache_file) as tmp, gzip.open(tmp, "wt", encoding="utf-8", compresslevel=3) as out:
                 for tokens in _tokenized_lines(files, lang):
                     # a token never holds a space (whitespace tokens were dropped),
                     # but other whitespace inside one must not split it on reading
@@ -147,15 +147,12 @@ class TokenizedCorpus:
                             break
                     if max_segments and n_segments >= max_segments:
                         break
-            if n_segments == 0:
-                raise ValueError(f"no tokens found in {[str(f) for f in files]}")
-            with gzip.open(counts_file, "wt", encoding="utf-8") as handle:
-                json.dump(dict(counts), handle)
-            os.replace(tmp, cache_file)
+                if n_segments == 0:
+                    raise ValueError(f"no tokens found in {[str(f) for f in files]}")
         finally:
             bar.close()
-            if tmp.exists():
-                tmp.unlink()
+        with atomic_path(counts_file) as tmp, gzip.open(tmp, "wt", encoding="utf-8") as handle:
+            json.dump(dict(counts), handle)
         info = {
             "files": [str(f) for f in files],
             "lang": lang,
@@ -165,7 +162,8 @@ class TokenizedCorpus:
             "types": len(counts),
             "version": _CACHE_VERSION,
         }
-        info_file.write_text(json.dumps(info, indent=2))
+        with atomic_path(info_file) as tmp:  # written last: the cache is complete
+            tmp.write_text(json.dumps(info, indent=2))
         return cls(cache_file, counts_file, info)
 
 

@@ -2,16 +2,27 @@
 
 Launched under `torchrun --nproc_per_node N`, every process trains a replica
 on its share of the batches; DistributedDataParallel averages the gradients,
-so all replicas hold identical weights after every step. NCCL on GPUs, gloo on
-CPU. Without torchrun's environment this is a single process and every helper
-is a no-op.
+so all replicas hold identical weights after every step. Without torchrun's
+environment this is a single process and every helper is a no-op.
+
+Devices and backends. On GPUs each process owns the GPU of its LOCAL_RANK:
+`torch.cuda.set_device` is called before the process group is created, so
+every collective (NCCL's and the object collectives' staging tensors) runs on
+the rank's own GPU. The group is created with the backend string
+"cpu:gloo,cuda:nccl": CUDA tensors go through NCCL, CPU tensors through gloo,
+so a collective on a CPU tensor (e.g. `all_gather_object` of the CPU sampler
+state) cannot fail under NCCL. The stop flag (`Dist.any`) is reduced on the
+rank's device. On CPU the group is plain gloo.
 """
 import os
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Optional
 
 import torch
 import torch.distributed as dist
+
+GPU_BACKEND = "cpu:gloo,cuda:nccl"
+CPU_BACKEND = "gloo"
 
 
 @dataclass
@@ -19,6 +30,7 @@ class Dist:
     rank: int = 0
     world_size: int = 1
     local_rank: int = 0
+    device: torch.device = field(default_factory=lambda: torch.device("cpu"))
 
     @property
     def enabled(self) -> bool:
@@ -36,22 +48,43 @@ class Dist:
         """True on every rank if it is true on any (e.g. a stop request)."""
         if not self.enabled:
             return flag
-        value = torch.tensor([1.0 if flag else 0.0])
+        value = torch.tensor([1.0 if flag else 0.0], device=self.device)
         dist.all_reduce(value, op=dist.ReduceOp.MAX)
         return bool(value.item() > 0)
 
 
+def rank_device(requested: Optional[str], local_rank: int, distributed: bool) -> torch.device:
+    """The device this process trains on.
+
+    Explicit requests win ("cpu", "cuda:1"); a bare "cuda" means the GPU of
+    this process's LOCAL_RANK. Without a request: that GPU under torchrun when
+    CUDA is available, else the CPU.
+    """
+    if requested is None:
+        requested = "cuda" if distributed and torch.cuda.is_available() else "cpu"
+    device = torch.device(requested)
+    if device.type == "cuda" and device.index is None:
+        device = torch.device("cuda", local_rank if distributed else 0)
+    return device
+
+
+def backend_for(device: torch.device) -> str:
+    return GPU_BACKEND if device.type == "cuda" else CPU_BACKEND
+
+
 def init_distributed(device: Optional[str] = None) -> Dist:
-    """Join the process group torchrun describes, if any."""
+    """This process's rank and device; joins the process group torchrun describes, if any."""
     world_size = int(os.environ.get("WORLD_SIZE", "1"))
     if world_size <= 1:
-        return Dist()
+        return Dist(device=rank_device(device, 0, distributed=False))
     rank = int(os.environ["RANK"])
     local_rank = int(os.environ.get("LOCAL_RANK", rank))
+    chosen = rank_device(device, local_rank, distributed=True)
+    if chosen.type == "cuda":
+        torch.cuda.set_device(chosen)  # before any collective: NCCL uses the current device
     if not dist.is_initialized():
-        use_cuda = (device or "").startswith("cuda") or (device is None and torch.cuda.is_available())
-        dist.init_process_group(backend="nccl" if use_cuda else "gloo")
-    return Dist(rank=rank, world_size=world_size, local_rank=local_rank)
+        dist.init_process_group(backend=backend_for(chosen))
+    return Dist(rank=rank, world_size=world_size, local_rank=local_rank, device=chosen)
 
 
 def shutdown(state: Dist) -> None:
@@ -59,4 +92,4 @@ def shutdown(state: Dist) -> None:
         dist.destroy_process_group()
 
 
-__all__ = ["Dist", "init_distributed", "shutdown"]
+__all__ = ["Dist", "init_distributed", "rank_device", "backend_for", "shutdown"]

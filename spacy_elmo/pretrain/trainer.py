@@ -33,6 +33,7 @@ from ..bilm.heads import SoftmaxHead
 from ..bilm.language_model import LanguageModel, LMBatch
 from ..bilm.model import BiLM
 from ..bilm.vocab import Vocabulary
+from ..faults import fault_point
 from ..io.errors import WeightsError
 from ..io.native import NativeModel, is_native, load_native, save_native
 from ..resources import default_model_path
@@ -136,10 +137,9 @@ class Trainer:
         self.config = config
         self.paths = RunPaths(Path(output_dir))
         self.progress = progress
+        # the device per rank (LOCAL_RANK's GPU under torchrun), set before any collective
         self.dist: Dist = init_distributed(device)
-        if device is None:
-            device = f"cuda:{self.dist.local_rank}" if torch.cuda.is_available() and self.dist.enabled else "cpu"
-        self.device = torch.device(device)
+        self.device = self.dist.device
         training = config["training"]
         if training["threads"]:
             torch.set_num_threads(int(training["threads"]))
@@ -228,14 +228,20 @@ class Trainer:
         progress_state = {"step": 0, "epoch": 0, "batches_in_epoch": 0, "tokens": 0, "elapsed": 0.0, "best": None}
         carried = None
         if state is not None:
-            self.lm.load_state_dict(state["model"])
-            optimizer.load_state_dict(state["optimizer"])
-            progress_state.update(state["progress"])
-            set_rng_state(state["rng"])
-            sampler.set_state(state["sampler"][self.dist.rank] if self.dist.rank < len(state["sampler"]) else state["sampler"][0])
-            carried = state.get("carried")
-            if carried is not None:
-                carried = type(carried)(*(tuple(t.to(self.device) for t in part) for part in carried))
+            from ..bilm.lstm import LSTMState
+            from .checkpoint import CheckpointError
+
+            try:
+                self.lm.load_state_dict(state["model"])
+                optimizer.load_state_dict(state["optimizer"])
+                progress_state.update(state["progress"])
+                set_rng_state(state["rng"])
+                sampler.set_state(state["sampler"][self.dist.rank] if self.dist.rank < len(state["sampler"]) else state["sampler"][0])
+                carried = state.get("carried")
+                if carried is not None:
+                    carried = LSTMState(*(tuple(t.to(self.device) for t in part) for part in carried))
+            except (RuntimeError, ValueError, TypeError, KeyError, IndexError) as err:
+                raise CheckpointError(f"{self.paths.checkpoint}: does not fit this run: {err}") from None
         if self.dist.is_main:
             self.paths.config.write_text(self.config.to_str(), encoding="utf-8")
             self.vocab.to_file(self.paths.root / "vocab.txt")
@@ -282,7 +288,8 @@ class Trainer:
                 "rng": rng_state(),
                 "sampler": samplers,
                 "vocab": self.vocab.words,
-                "carried": None if carried is None else carried.detach(),
+                # plain lists of tensors: the checkpoint holds no classes (checkpoint.py)
+                "carried": None if carried is None else [[t.detach() for t in part] for part in carried],
                 "config": self.config.to_str(),
             }
 
@@ -377,6 +384,7 @@ class Trainer:
                                 refresh=False,
                             )
                         step = progress_state["step"]
+                        fault_point("pretrain.step")  # tests inject kills and signals here (faults.py)
                         done = (max_steps and step >= max_steps) or (
                             max_seconds and time.perf_counter() - started >= max_seconds
                         )

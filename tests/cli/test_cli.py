@@ -5,7 +5,6 @@ import subprocess
 import sys
 
 import h5py
-import pytest
 from typer.testing import CliRunner
 
 from spacy_elmo.cli import app
@@ -76,37 +75,3 @@ def test_commands_ask_for_huge_pages_unless_the_user_chose(monkeypatch, tmp_path
     result = runner.invoke(app, ["info", "--json"])
     assert result.exit_code == 0 and os.environ[HUGE_PAGES_VARIABLE] == "0"
     assert json.loads(result.output)["cpu_inference"]["huge_page_tensors"] is False
-
-
-HUGE_PAGE_CHILD = """
-import resource, sys
-import spacy_elmo.cli  # imports torch, as the commands do, before the setting is made
-from spacy_elmo.cli._util import prefer_huge_pages
-if sys.argv[1] == "cli":
-    prefer_huge_pages()
-import torch
-before = resource.getrusage(resource.RUSAGE_SELF).ru_minflt
-torch.ones(8 << 20)  # 32 MiB, first touch
-print(resource.getrusage(resource.RUSAGE_SELF).ru_minflt - before)
-"""
-
-
-def test_huge_pages_take_effect_when_the_cli_sets_them():
-    """PyTorch reads THP_MEM_ALLOC_ENABLE once: set the way the commands set it
-    (after torch is imported, before a model is loaded), a fresh 32 MiB tensor
-    must take far fewer page faults than its 8,192 pages."""
-    from spacy_elmo.cli._util import HUGE_PAGES_VARIABLE, huge_pages
-
-    mode = huge_pages()["system_mode"]
-    if mode not in ("always", "madvise"):
-        pytest.skip(f"transparent huge pages unavailable here (mode {mode!r})")
-    env = {k: v for k, v in os.environ.items() if k != HUGE_PAGES_VARIABLE}
-
-    def faults(how: str) -> int:
-        out = subprocess.run([sys.executable, "-c", HUGE_PAGE_CHILD, how], capture_output=True, text=True, env=env, check=True)
-        return int(out.stdout.split()[-1])
-
-    with_cli = faults("cli")
-    assert with_cli < 8192 // 4, with_cli
-    if mode == "madvise":  # without the request, 4 KiB pages: one fault each
-        assert faults("plain") > 8192 // 2

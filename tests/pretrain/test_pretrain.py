@@ -1,16 +1,15 @@
 """Pretraining: the reference's own check, resume exactness, interruption, settings."""
 import json
 import os
-import signal
 import subprocess
 import sys
-import time
 
 import pytest
 import torch
 
 from spacy_elmo.io import load_model
 from spacy_elmo.pretrain import Interrupted, SettingsError, load_config, pretrain
+from spacy_elmo.pretrain.checkpoint import load_checkpoint
 
 
 def _config(path, **overrides):
@@ -38,7 +37,7 @@ def test_reference_check_tiny_biLM_reaches_low_perplexity(tiny_config_path, bilm
 
 
 def _weights(run_dir):
-    state = torch.load(run_dir / "checkpoint.pt", weights_only=False)
+    state = torch.load(run_dir / "checkpoint.pt", weights_only=True)
     return state["model"], state["progress"]["step"]
 
 
@@ -61,30 +60,31 @@ def test_resumed_run_reaches_the_same_weights(tiny_config_path, small_corpus, tm
 
 
 def test_sigterm_leaves_a_usable_checkpoint_and_resume_matches(tiny_config_path, small_corpus, tmp_path):
+    """SIGTERM at step 5 (the process signals itself there: spacy_elmo/faults.py)."""
+    from spacy_elmo.faults import VARIABLE
+
     args = [
         sys.executable, "-m", "spacy_elmo", "pretrain", str(tiny_config_path), "OUT", "--quiet",
-        "--paths.train", str(small_corpus), "--training.max_epochs", "12", "--training.checkpoint_every", "3",
+        "--paths.train", str(small_corpus), "--training.max_steps", "12", "--training.checkpoint_every", "3",
         "--training.eval_every", "1000", "--softmax.kind", "sampled", "--softmax.n_samples", "64",
     ]
-    env = {**os.environ, "OMP_NUM_THREADS": "1"}
+    env = {k: v for k, v in os.environ.items() if k != VARIABLE}
+    env["OMP_NUM_THREADS"] = "1"
     reference = subprocess.run([a.replace("OUT", str(tmp_path / "ref")) for a in args], env=env, capture_output=True, text=True)
     assert reference.returncode == 0, reference.stderr
     run = tmp_path / "run"
-    proc = subprocess.Popen([a.replace("OUT", str(run)) for a in args], env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
-    deadline = time.time() + 120
-    while not (run / "checkpoint.pt").exists() and time.time() < deadline:
-        time.sleep(0.05)
-    proc.send_signal(signal.SIGTERM)
-    _, stderr = proc.communicate(timeout=120)
-    assert proc.returncode == 130, stderr
-    assert "resume" in stderr + _
-    interrupted_at = torch.load(run / "checkpoint.pt", weights_only=False)["progress"]["step"]
+    proc = subprocess.run([a.replace("OUT", str(run)) for a in args], env={**env, VARIABLE: "pretrain.step:5:term"},
+                          capture_output=True, text=True)
+    assert proc.returncode == 130, proc.stderr
+    assert "resume" in proc.stderr + proc.stdout
+    interrupted_at = torch.load(run / "checkpoint.pt", weights_only=True)["progress"]["step"]
+    assert interrupted_at == 5  # the checkpoint is written at the signal, not at the interval
     assert (run / "model-last" / "bilm.safetensors").exists()
     resumed = subprocess.run([a.replace("OUT", str(run)) for a in args] + ["--resume"], env=env, capture_output=True, text=True)
     assert resumed.returncode == 0, resumed.stderr
     a, step_a = _weights(tmp_path / "ref")
     b, step_b = _weights(run)
-    assert step_a == step_b and interrupted_at < step_a
+    assert step_a == step_b == 12
     for name in a:
         torch.testing.assert_close(a[name], b[name], rtol=0, atol=0)
 
@@ -207,7 +207,7 @@ def test_init_from_continues_a_model_with_a_fresh_optimizer(tiny_config_path, sm
     assert meta["init_from"] == str(tmp_path / "first" / "model-last")
     assert meta["continued_from"]["tokens_seen"] == first["tokens"]
     # the optimizer is fresh: the checkpoint's Adam state has seen one step only
-    state = torch.load(tmp_path / "second" / "checkpoint.pt", weights_only=False)
+    state = load_checkpoint(tmp_path / "second" / "checkpoint.pt")
     assert all(s["step"] == 1 for s in state["optimizer"]["state"].values())
 
 

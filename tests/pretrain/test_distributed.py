@@ -1,0 +1,112 @@
+"""Multi-GPU pretraining, checked on CPU: each rank's device, the order of set_device and
+the process group, the backend, and the device of every collective's tensor.
+
+Regression: under NCCL every step all-reduced a CPU tensor (`Dist.any`), which
+NCCL cannot do, and no `torch.cuda.set_device(local_rank)` preceded the
+collectives. (The two-process run itself is
+tests/pretrain/test_pretrain.py::test_two_gloo_processes_hold_identical_weights;
+on GPUs, benchmarks/gpu_check.sh.)
+"""
+import pytest
+import torch
+
+from spacy_elmo.pretrain import distributed
+from spacy_elmo.pretrain.distributed import Dist, init_distributed, rank_device
+
+
+@pytest.fixture
+def cuda_present(monkeypatch):
+    monkeypatch.setattr(torch.cuda, "is_available", lambda: True)
+
+
+@pytest.mark.parametrize("requested,local_rank,world,expected", [
+    (None, 1, True, "cuda:1"),
+    ("cuda", 3, True, "cuda:3"),
+    ("cuda:0", 3, True, "cuda:0"),  # an explicit index wins
+    ("cpu", 1, True, "cpu"),
+    (None, 0, False, "cpu"),  # one process: the CPU unless asked
+    ("cuda", 0, False, "cuda:0"),
+])
+def test_device_per_rank(cuda_present, requested, local_rank, world, expected):
+    assert rank_device(requested, local_rank, distributed=world) == torch.device(expected)
+
+
+def test_device_per_rank_without_cuda():
+    if torch.cuda.is_available():
+        pytest.skip("CUDA present")
+    assert rank_device(None, 1, distributed=True) == torch.device("cpu")
+
+
+class _Recorder:
+    def __init__(self, monkeypatch) -> None:
+        self.calls = []
+        monkeypatch.setattr(torch.cuda, "set_device", lambda device: self.calls.append(("set_device", torch.device(device))))
+        monkeypatch.setattr(distributed.dist, "is_initialized", lambda: False)
+        monkeypatch.setattr(distributed.dist, "init_process_group",
+                            lambda backend, **kwargs: self.calls.append(("init_process_group", backend)))
+
+
+def _torchrun_env(monkeypatch, rank: int, local_rank: int, world: int = 4) -> None:
+    for name, value in (("WORLD_SIZE", world), ("RANK", rank), ("LOCAL_RANK", local_rank)):
+        monkeypatch.setenv(name, str(value))
+
+
+def test_gpu_ranks_set_their_device_before_the_group_and_use_a_cpu_and_cuda_backend(cuda_present, monkeypatch):
+    recorder = _Recorder(monkeypatch)
+    _torchrun_env(monkeypatch, rank=3, local_rank=1)
+    state = init_distributed()
+    assert recorder.calls == [("set_device", torch.device("cuda:1")), ("init_process_group", "cpu:gloo,cuda:nccl")]
+    assert state.device == torch.device("cuda:1") and (state.rank, state.local_rank, state.world_size) == (3, 1, 4)
+
+
+def test_cpu_ranks_use_gloo_and_set_no_device(monkeypatch):
+    recorder = _Recorder(monkeypatch)
+    _torchrun_env(monkeypatch, rank=1, local_rank=1, world=2)
+    state = init_distributed("cpu")
+    assert recorder.calls == [("init_process_group", "gloo")]
+    assert state.device == torch.device("cpu")
+
+
+def test_single_process_joins_nothing(monkeypatch):
+    recorder = _Recorder(monkeypatch)
+    monkeypatch.delenv("WORLD_SIZE", raising=False)
+    state = init_distributed()
+    assert recorder.calls == [] and not state.enabled and state.device == torch.device("cpu")
+
+
+class _Stop(Exception):
+    pass
+
+
+def test_the_stop_flag_is_reduced_on_the_rank_device(monkeypatch):
+    """`meta` stands in for a GPU: the tensor handed to all_reduce must be on the rank's device."""
+    seen = []
+
+    def all_reduce(tensor, op=None):
+        seen.append(tensor.device)
+        raise _Stop  # a meta tensor has no value to read back
+
+    monkeypatch.setattr(distributed.dist, "all_reduce", all_reduce)
+    with pytest.raises(_Stop):
+        Dist(rank=1, world_size=2, local_rank=1, device=torch.device("meta")).any(True)
+    assert seen == [torch.device("meta")]
+
+
+def test_the_stop_flag_on_cpu(monkeypatch):
+    def all_reduce(tensor, op=None):
+        assert tensor.device.type == "cpu"
+        tensor.fill_(1.0)  # another rank asked to stop
+
+    monkeypatch.setattr(distributed.dist, "all_reduce", all_reduce)
+    assert Dist(rank=0, world_size=2).any(False) is True
+    assert Dist().any(False) is False  # one process: no collective at all
+
+
+def test_trainer_takes_the_rank_device(tiny_config_path, small_corpus, tmp_path, cuda_present, monkeypatch):
+    from spacy_elmo.pretrain import Trainer, load_config
+
+    recorder = _Recorder(monkeypatch)
+    _torchrun_env(monkeypatch, rank=2, local_rank=0, world=2)
+    trainer = Trainer(load_config(tiny_config_path, {"paths.train": str(small_corpus)}), tmp_path / "run", progress=False)
+    assert trainer.device == torch.device("cuda:0")
+    assert recorder.calls[0] == ("set_device", torch.device("cuda:0"))
