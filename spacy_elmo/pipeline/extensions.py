@@ -12,7 +12,7 @@ store_user_data=True)` keep them; a component with `store_layers = false`
 keeps them outside user_data instead, and serialization drops them.
 """
 import weakref
-from typing import Optional, Tuple
+from typing import Any, Dict, List, Optional, Tuple
 
 import numpy
 from spacy.tokens import Doc, Span, Token
@@ -92,16 +92,63 @@ def _token_vector(token: Token) -> Optional[numpy.ndarray]:
     return (gamma * numpy.tensordot(weights, layers[:, token.i], axes=(0, 0))).astype(numpy.float32)
 
 
-def register_extensions() -> None:
-    """Declare the extensions (idempotent: existing ones are replaced with ours)."""
-    Doc.set_extension("elmo", getter=get_doc_layers, setter=set_doc_layers, force=True)
-    Doc.set_extension("elmo_vector", getter=lambda doc: _mean_vector(doc, 0, len(doc)), force=True)
-    Span.set_extension("elmo", getter=_span_layers, force=True)
-    Span.set_extension(
-        "elmo_vector", getter=lambda span: _mean_vector(span.doc, span.start, span.end), force=True
-    )
-    Token.set_extension("elmo", getter=_token_layers, force=True)
-    Token.set_extension("elmo_vector", getter=_token_vector, force=True)
+class ExtensionConflict(ValueError):
+    """Another package registered an extension attribute of the same name."""
+
+
+def _extensions() -> List[Tuple[type, str, Dict[str, Any]]]:
+    return [
+        (Doc, "elmo", {"getter": get_doc_layers, "setter": set_doc_layers}),
+        (Doc, "elmo_vector", {"getter": _doc_vector}),
+        (Span, "elmo", {"getter": _span_layers}),
+        (Span, "elmo_vector", {"getter": _span_vector}),
+        (Token, "elmo", {"getter": _token_layers}),
+        (Token, "elmo_vector", {"getter": _token_vector}),
+    ]
+
+
+def _owner(cls: type, name: str) -> Optional[str]:
+    """The module whose functions implement an existing extension (None: a plain default)."""
+    default, method, getter, setter = cls.get_extension(name)  # type: ignore[attr-defined]
+    for func in (getter, method, setter):
+        if func is not None:
+            return getattr(func, "__module__", None) or repr(func)
+    return None
+
+
+def register_extensions(strict: bool = True) -> List[str]:
+    """Declare the six extension attributes, never replacing another package's.
+
+    An attribute of the same name that this module did not define is left
+    alone; with `strict` (as the component does when it is created) that is
+    an `ExtensionConflict` naming it and its owner, else (on import) it is
+    returned in the list of conflicts. Ours are (re)declared, so a reloaded
+    module replaces its own older functions.
+    """
+    conflicts = []
+    for cls, name, funcs in _extensions():
+        if cls.has_extension(name):  # type: ignore[attr-defined]
+            owner = _owner(cls, name)
+            if owner != __name__:
+                conflicts.append(f"{cls.__name__}._.{name} (registered by {owner or 'a default value'})")
+                continue
+            cls.remove_extension(name)  # type: ignore[attr-defined]  # ours: replaced by the current functions
+        cls.set_extension(name, **funcs)  # type: ignore[attr-defined]
+    if conflicts and strict:
+        raise ExtensionConflict(
+            "spacy-elmo cannot register its extension attributes because another package already "
+            f"uses these names: {', '.join(conflicts)}. Remove them first (e.g. Doc.remove_extension('elmo')) "
+            "or do not use both packages in one process."
+        )
+    return conflicts
+
+
+def _doc_vector(doc: Doc) -> Optional[numpy.ndarray]:
+    return _mean_vector(doc, 0, len(doc))
+
+
+def _span_vector(span: Span) -> Optional[numpy.ndarray]:
+    return _mean_vector(span.doc, span.start, span.end)
 
 
 def set_vector_hooks(doc: Doc) -> None:
@@ -129,7 +176,7 @@ def _cosine(a: Optional[numpy.ndarray], b: Optional[numpy.ndarray]) -> float:
     return float(numpy.dot(a, b) / norm) if norm > 0 else 0.0
 
 
-register_extensions()
+register_extensions(strict=False)
 
 __all__ = [
     "register_extensions",
@@ -139,4 +186,5 @@ __all__ = [
     "get_doc_mix",
     "set_vector_hooks",
     "LAYERS_KEY",
+    "ExtensionConflict",
 ]
