@@ -115,7 +115,7 @@ def registered_functions():
     from spacy.util import registry
 
     found = {}
-    for reg in (registry.architectures, registry.layers):
+    for reg in (registry.architectures, registry.layers, registry.model_loaders):
         for name, func in reg.get_all().items():
             if name.startswith(PREFIX):
                 found[name] = func
@@ -124,7 +124,9 @@ def registered_functions():
 
 def test_registered_functions_exist():
     names = set(registered_functions())
-    for name in ("spacy-elmo.ElmoBiLM.v1", "spacy-elmo.ElmoListener.v1", "spacy-elmo.ElmoTok2Vec.v1", "spacy-elmo.ScalarMix.v1"):
+    for name in ("spacy-elmo.ElmoBiLM.v1", "spacy-elmo.ElmoListener.v1", "spacy-elmo.ElmoTok2Vec.v1", "spacy-elmo.ScalarMix.v1",
+                 "spacy-elmo.ElmoStandalone.v1", "spacy-elmo.EmbeddedLoader.v1", "spacy-elmo.PublishedLoader.v1",
+                 "spacy-elmo.NativeLoader.v1"):
         assert name in names
 
 
