@@ -78,7 +78,8 @@ def main() -> None:
     if stopped and (output / "model-best").is_dir():
         code = 0
     (output / "wall_time.json").write_text(json.dumps({
-        "seconds": round(seconds, 1), "command": command, "machine": f"{platform.machine()} {platform.processor()}".strip(),
+        "seconds": round(seconds, 1), "command": command,
+        "machine": f"{platform.machine()} {platform.processor()}".strip(),
         "returncode": code, "stopped": stopped,
     }, indent=2))
     sys.exit(code)

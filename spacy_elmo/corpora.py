@@ -81,7 +81,7 @@ def uner_docs(path: PathLike, n_sents: int = 10, limit: int = 0, vocab: Optional
         group = sentences[start : start + n_sents]
         words = [w for ws, _ in group for w in ws]
         tags = [t for _, ts in group for t in ts]
-        sent_starts = [i == 0 for ws, _ in group for i in range(len(ws))]
+        sent_starts: List[Union[bool, int, None]] = [i == 0 for ws, _ in group for i in range(len(ws))]
         tags = _repair_iob(tags)
         docs.append(Doc(vocab, words=words, ents=tags, sent_starts=sent_starts))
     return docs

@@ -17,7 +17,7 @@ during training a doc's layers are computed once and reused in later epochs
 thinc's PyTorch wrapper (conversion, mixed precision, gradient scaling) and
 the optimizer updates it.
 """
-from typing import Any, Callable, Dict, List, Optional, Tuple
+from typing import Any, Callable, Dict, List, Optional, Tuple, cast
 
 import numpy
 import torch
@@ -118,7 +118,7 @@ def init(model: Model[InT, OutT], X: Optional[InT] = None, Y=None) -> Model[InT,
 
 
 def _shim(model: Model) -> ElmoShim:
-    return model.layers[0].shims[0]
+    return cast(ElmoShim, model.layers[0].shims[0])
 
 
 def has_bilm(model: Model) -> bool:
@@ -188,7 +188,7 @@ def forward(model: Model[InT, OutT], docs: InT, is_train: bool) -> Tuple[OutT, C
     _set_token_cache(model, bilm)
     if not is_train or model.attrs["frozen"]:
         outputs = predict_layers(model, bilm, docs, use_doc_cache=is_train)
-        return [model.ops.asarray3f(o) for o in outputs], _no_backprop
+        return [model.ops.asarray3f(cast(Floats3d, o)) for o in outputs], _no_backprop
     return _forward_finetune(model, bilm, docs)
 
 
@@ -224,7 +224,8 @@ def predict_layers(model: Model, bilm: BiLM, docs: InT, use_doc_cache: bool = Fa
             sentences.append([doc[i].text for i in segment])
     if sentences:
         precision = _precision(model, bilm)
-        for positions, arrays in bilm.embed_batches(sentences, batch_tokens=model.attrs["batch_tokens"], precision=precision):
+        batches = bilm.embed_batches(sentences, batch_tokens=model.attrs["batch_tokens"], precision=precision)
+        for positions, arrays in batches:
             for p, array in zip(positions, arrays):
                 d, segment = jobs[p]
                 outputs[d][:, segment] = array  # type: ignore[index]
@@ -250,7 +251,8 @@ def _forward_finetune(model: Model, bilm: BiLM, docs: InT) -> Tuple[OutT, Callab
             sentences.append([doc[i].text for i in segment])
     if not sentences:
         return [model.ops.alloc3f(bilm.n_layers, len(doc), bilm.width) for doc in docs], _no_backprop
-    order = list(length_sorted_batches([len(s) for s in sentences], model.attrs["batch_tokens"], _FINETUNE_BATCH_SENTENCES))
+    lengths = [len(s) for s in sentences]
+    order = list(length_sorted_batches(lengths, model.attrs["batch_tokens"], _FINETUNE_BATCH_SENTENCES))
     batches = [[sentences[j] for j in batch] for batch in order]
     per_batch, backprop_torch = model.layers[0](batches, is_train=True)
     ops = model.ops

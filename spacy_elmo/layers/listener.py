@@ -151,7 +151,7 @@ def mix_chain(
     layers = [layers_source, mix]
     if width is not None:
         layers.append(with_array(Linear(nO=width)))
-    model = chain(*layers)
+    model: Model[List, List[Floats2d]] = chain(*layers)
     model.set_ref("listener", layers_source)
     model.set_ref("mix", mix)
     if width is not None:

@@ -60,7 +60,9 @@ def NativeLoader(path: PathLike) -> Loader:
     def read() -> BiLM:
         directory = _directory(path)
         if not is_native(directory):
-            raise WeightsError(f"{directory}: no elmo.json; for options.json + weights.hdf5 use spacy-elmo.PublishedLoader.v1")
+            raise WeightsError(
+                f"{directory}: no elmo.json; for options.json + weights.hdf5 use spacy-elmo.PublishedLoader.v1"
+            )
         return load_native(directory, with_softmax=False).bilm
 
     return _loader(read, str(path))
@@ -74,7 +76,7 @@ def directory_loader(path: PathLike) -> Loader:
 def _directory(path: PathLike) -> Path:
     directory = Path(path)
     if not directory.is_dir():
-        raise WeightsError(f"{directory}: no such directory" if not directory.exists() else f"{directory}: not a directory")
+        raise WeightsError(f"{directory}: " + ("not a directory" if directory.exists() else "no such directory"))
     return directory
 
 

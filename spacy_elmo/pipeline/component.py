@@ -15,7 +15,7 @@ import os
 import warnings
 from functools import partial
 from itertools import islice
-from typing import Callable, Dict, Iterable, List, Optional, Sequence
+from typing import Any, Callable, Dict, Iterable, List, Optional, Sequence
 
 import numpy
 from spacy.language import Language
@@ -157,8 +157,8 @@ class Elmo(TrainablePipe):
         self.vocab = vocab
         self.model = model
         self.name = name
-        self.listener_map: Dict[str, List[Model]] = {}
-        self.cfg = {
+        self.listener_map: Dict[str, List[ElmoListenerLayer]] = {}
+        self.cfg: Dict[str, Any] = {
             "weights": str(weights) if weights is not None else None,
             "frozen": bool(frozen),
             "store_layers": bool(store_layers),
@@ -177,7 +177,7 @@ class Elmo(TrainablePipe):
 
     # -- listeners ----------------------------------------------------------------
     @property
-    def listeners(self) -> List[Model]:
+    def listeners(self) -> List[ElmoListenerLayer]:
         return [m for c in self.listening_components for m in self.listener_map[c]]
 
     @property

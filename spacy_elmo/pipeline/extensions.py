@@ -12,7 +12,7 @@ store_user_data=True)` keep them; a component with `store_layers = false`
 keeps them outside user_data instead, and serialization drops them.
 """
 import weakref
-from typing import Any, Dict, List, Optional, Tuple
+from typing import Any, Dict, List, Optional, Tuple, cast
 
 import numpy
 from spacy.tokens import Doc, Span, Token
@@ -23,8 +23,13 @@ MIX_KEY = ("._.", "elmo_mix", None, None)
 _TRANSIENT: "weakref.WeakKeyDictionary[Doc, numpy.ndarray]" = weakref.WeakKeyDictionary()
 
 
+def _user_data(doc: Doc) -> Dict[Any, Any]:
+    """doc.user_data, typed as what it is: keys are spaCy's extension tuples too."""
+    return cast(Dict[Any, Any], doc.user_data)
+
+
 def get_doc_layers(doc: Doc) -> Optional[numpy.ndarray]:
-    layers = doc.user_data.get(LAYERS_KEY)
+    layers = _user_data(doc).get(LAYERS_KEY)
     if layers is None:
         layers = _TRANSIENT.get(doc)
     return layers
@@ -32,24 +37,24 @@ def get_doc_layers(doc: Doc) -> Optional[numpy.ndarray]:
 
 def set_doc_layers(doc: Doc, layers: Optional[numpy.ndarray], store: bool = True) -> None:
     """Attach layers; with store=False they are not serialized with the doc."""
-    doc.user_data.pop(LAYERS_KEY, None)
+    _user_data(doc).pop(LAYERS_KEY, None)
     _TRANSIENT.pop(doc, None)
     if layers is None:
         return
     if layers.ndim != 3 or layers.shape[1] != len(doc):
         raise ValueError(f"doc._.elmo must have shape (L+1, {len(doc)}, width), got {layers.shape}")
     if store:
-        doc.user_data[LAYERS_KEY] = layers
+        _user_data(doc)[LAYERS_KEY] = layers
     else:
         _TRANSIENT[doc] = layers
 
 
 def set_doc_mix(doc: Doc, weights: numpy.ndarray, gamma: float) -> None:
-    doc.user_data[MIX_KEY] = [float(w) for w in weights] + [float(gamma)]
+    _user_data(doc)[MIX_KEY] = [float(w) for w in weights] + [float(gamma)]
 
 
 def get_doc_mix(doc: Doc, n_layers: int) -> Tuple[numpy.ndarray, float]:
-    stored = doc.user_data.get(MIX_KEY)
+    stored = _user_data(doc).get(MIX_KEY)
     if stored is None or len(stored) != n_layers + 1:
         return numpy.full(n_layers, 1.0 / n_layers, dtype=numpy.float32), 1.0
     return numpy.asarray(stored[:-1], dtype=numpy.float32), float(stored[-1])

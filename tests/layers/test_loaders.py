@@ -72,7 +72,8 @@ def test_embedded_loader():
 
 def test_loader_fills_the_shapes_the_architecture_built(allennlp_dir):
     sizes = load_bilm(allennlp_dir).config.to_dict()
-    shapes = {k: sizes[k] for k in ("lstm_dim", "projection_dim", "n_layers", "filters", "n_highway", "char_embedding_dim")}
+    names = ("lstm_dim", "projection_dim", "n_layers", "filters", "n_highway", "char_embedding_dim")
+    shapes = {k: sizes[k] for k in names}
     model = {"@architectures": "spacy-elmo.ElmoBiLM.v1", "bilm": shapes}
     nlp = _initialized("spacy-elmo.PublishedLoader.v1", f'path = "{allennlp_dir}"', model=model)
     _same_as(nlp, load_bilm(allennlp_dir))

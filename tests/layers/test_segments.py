@@ -22,7 +22,8 @@ def test_a_long_one_sentence_doc_is_read_whole(nlp_elmo, allennlp_dir):
 
 def test_sentences_are_read_whole_and_separately(nlp_elmo, allennlp_dir):
     long, short = _sentence(110, seed=1), ["Second", "one", "here", "."]
-    doc = Doc(nlp_elmo.vocab, words=long + short, sent_starts=[i == 0 for i in range(110)] + [True, False, False, False])
+    starts = [i == 0 for i in range(110)] + [True, False, False, False]
+    doc = Doc(nlp_elmo.vocab, words=long + short, sent_starts=starts)
     doc = nlp_elmo(doc)
     a, b = load_bilm(allennlp_dir).embed([long, short])
     numpy.testing.assert_allclose(doc._.elmo, numpy.concatenate([a, b], axis=1), atol=1e-5)

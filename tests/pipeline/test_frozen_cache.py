@@ -11,7 +11,9 @@ def test_second_epoch_does_not_run_the_biLM(allennlp_dir, monkeypatch):
     nlp.add_pipe("tagger", config={"model": {"@architectures": "spacy.Tagger.v2",
                                              "tok2vec": {"@architectures": "spacy-elmo.ElmoListener.v1"}}})
     texts = ["the cat sat", "a dog ran off", "birds fly south in winter"]
-    optimizer = nlp.initialize(lambda: [Example.from_dict(nlp.make_doc(t), {"tags": ["X"] * len(t.split())}) for t in texts])
+    optimizer = nlp.initialize(
+        lambda: [Example.from_dict(nlp.make_doc(t), {"tags": ["X"] * len(t.split())}) for t in texts]
+    )
     calls = {"sentences": 0}
     real = BiLM.embed_batches
 

@@ -6,7 +6,6 @@ import sys
 from pathlib import Path
 
 import numpy
-import pytest
 import spacy
 from spacy.tokens import Doc
 from spacy.training import Example
@@ -90,7 +89,8 @@ include_static_vectors = false
 def _examples(nlp, ewt_dir, data_dir, n_sents=4, limit=160):
     """EWT dev sentences with gold tags, heads and (UNER) entities, aligned sentence by sentence."""
     ud = ud_docs(ewt_dir / "en_ewt-ud-dev.conllu.gz", n_sents=1, limit=limit)
-    ner = {tuple(t.text for t in d): d for d in uner_docs(data_dir / "uner_en_ewt" / "en_ewt-ud-dev.iob2.gz", n_sents=1)}
+    ner_docs = uner_docs(data_dir / "uner_en_ewt" / "en_ewt-ud-dev.iob2.gz", n_sents=1)
+    ner = {tuple(t.text for t in d): d for d in ner_docs}
     pairs = [(d, ner[tuple(t.text for t in d)]) for d in ud if tuple(t.text for t in d) in ner]
     examples = []
     for start in range(0, len(pairs), n_sents):
@@ -180,7 +180,8 @@ def test_spacy_train_cli_end_to_end(allennlp_dir, ewt_dir, tmp_path):
         [sys.executable, "-m", "spacy", "train", str(CONFIGS / "ewt_elmo.cfg"), "--output", str(tmp_path / "model"),
          "--paths.train", str(tmp_path / "train.spacy"), "--paths.dev", str(tmp_path / "dev.spacy"),
          "--initialize.components.elmo.loader",
-         json.dumps({"@model_loaders": "spacy-elmo.PublishedLoader.v1", "path": str(allennlp_dir)}), "--training.max_steps", "12", "--training.eval_frequency", "6"],
+         json.dumps({"@model_loaders": "spacy-elmo.PublishedLoader.v1", "path": str(allennlp_dir)}),
+         "--training.max_steps", "12", "--training.eval_frequency", "6"],
         capture_output=True, text=True, timeout=900,
     )
     assert out.returncode == 0, out.stderr[-3000:] + out.stdout[-3000:]
