@@ -1,5 +1,6 @@
 """Evaluation corpora to spaCy DocBin: UD CoNLL-U (tags, morphology, dependencies) and
-Universal NER IOB2 (entities). Both may be gzip-compressed. Sentences are grouped
+Universal NER IOB2 (entities). Both may be gzip-compressed, with or without
+the `.gz` in the name the caller gives. Sentences are grouped
 `n_sents` to a doc, with gold sentence boundaries.
 """
 import gzip
@@ -12,9 +13,26 @@ from spacy.vocab import Vocab
 PathLike = Union[str, Path]
 
 
-def _read_text(path: PathLike) -> str:
+def find_input(path: PathLike) -> Path:
+    """The corpus file `path` names, plain or gzipped: `x.conllu` finds `x.conllu.gz` and the reverse.
+
+    `spacy project assets` fetches the release files (plain); the shared data
+    holds them gzipped; the project's commands name them without `.gz`.
+    """
     path = Path(path)
-    if path.suffix == ".gz":
+    candidates = [path, path.with_name(path.name[:-3])] if path.suffix == ".gz" else [path, Path(f"{path}.gz")]
+    for candidate in candidates:
+        if candidate.is_file():
+            return candidate
+    raise FileNotFoundError(f"{path}: no such file (nor {candidates[1].name} beside it)")
+
+
+def _read_text(path: PathLike) -> str:
+    """The text of a corpus file, gzipped or not (found by its first bytes, not its name)."""
+    path = find_input(path)
+    with open(path, "rb") as handle:
+        gzipped = handle.read(2) == b"\x1f\x8b"
+    if gzipped:
         with gzip.open(path, "rt", encoding="utf-8") as handle:
             return handle.read()
     return path.read_text(encoding="utf-8")
@@ -106,4 +124,4 @@ def write_docbin(docs: List[Doc], output: PathLike) -> Path:
     return output
 
 
-__all__ = ["conllu_words", "ud_docs", "uner_docs", "write_docbin"]
+__all__ = ["conllu_words", "find_input", "ud_docs", "uner_docs", "write_docbin"]

@@ -3,10 +3,10 @@ CI runs the README's command, and a pipeline built with `spacy package` installs
 import configparser
 import json
 import os
+import re
 import shutil
 import subprocess
 import sys
-import tomllib
 from pathlib import Path
 
 import pytest
@@ -23,8 +23,8 @@ def _setup_cfg() -> configparser.ConfigParser:
 
 
 def test_pyproject_holds_only_the_build_system():
-    pyproject = tomllib.loads((ROOT / "pyproject.toml").read_text())
-    assert set(pyproject) == {"build-system"}
+    tables = re.findall(r"^\[([^\]]+)\]", (ROOT / "pyproject.toml").read_text(), re.M)
+    assert tables == ["build-system"]
 
 
 def test_the_version_is_written_in_one_place():

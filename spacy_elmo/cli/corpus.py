@@ -10,7 +10,7 @@ from ._util import fail
 
 def corpus_cli(
     kind: str = typer.Argument(..., help="ud (CoNLL-U: tags, morphology, dependencies) or ner (IOB2 entities)"),
-    input_path: Path = typer.Argument(..., help="Input file (.gz allowed)", exists=True, dir_okay=False),
+    input_path: Path = typer.Argument(..., help="Input file, plain or gzipped (x.conllu also finds x.conllu.gz)"),
     output_path: Path = typer.Argument(..., help=".spacy file to write"),
     n_sents: int = typer.Option(10, "--n-sents", "-n", help="Sentences per doc"),
     limit: int = typer.Option(0, "--limit", help="Read only the first N sentences (0: all)"),
@@ -18,10 +18,14 @@ def corpus_cli(
     dev_fraction: float = typer.Option(0.1, "--dev-fraction", help="Share of docs for --dev-output (the last ones)"),
 ) -> None:
     """Convert an evaluation corpus to a spaCy DocBin, sentences grouped n to a doc."""
-    from ..corpora import ud_docs, uner_docs, write_docbin
+    from ..corpora import find_input, ud_docs, uner_docs, write_docbin
 
     if kind not in ("ud", "ner"):
         fail(f"KIND must be 'ud' or 'ner', got {kind!r}")
+    try:
+        input_path = find_input(input_path)
+    except FileNotFoundError as err:
+        fail(str(err))
     docs = ud_docs(input_path, n_sents, limit) if kind == "ud" else uner_docs(input_path, n_sents, limit)
     if not docs:
         fail(f"{input_path}: no sentences found")
