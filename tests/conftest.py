@@ -68,6 +68,22 @@ def ewt_sentences(ewt_dir):
 
 
 @pytest.fixture
+def biLM_calls(monkeypatch):
+    """How many sentences the biLM has embedded (BiLM.embed_batches, counted)."""
+    from spacy_elmo.bilm.model import BiLM
+
+    calls = {"sentences": 0}
+    real = BiLM.embed_batches
+
+    def counting(self, sentences, *args, **kwargs):
+        calls["sentences"] += len(sentences)
+        return real(self, sentences, *args, **kwargs)
+
+    monkeypatch.setattr(BiLM, "embed_batches", counting)
+    return calls
+
+
+@pytest.fixture
 def nlp_elmo(allennlp_dir):
     """A blank English pipeline with only `elmo`, on the small reference weights."""
     import spacy

@@ -6,7 +6,7 @@ from thinc.api import PyTorchShim
 
 from spacy_elmo.layers import ElmoBiLM
 from spacy_elmo.layers.doc_cache import DocCache
-from tests.conftest import tagger_pipeline
+from tests.conftest import tagged_examples, tagger_pipeline
 
 
 def _weights(nlp):
@@ -57,6 +57,15 @@ def test_fine_tuned_layers_equal_the_frozen_ones_before_the_update(allennlp_dir)
     for a, b in zip(trained, predicted):
         numpy.testing.assert_allclose(a, b, atol=1e-5)
     assert backprop([numpy.ones_like(a) for a in trained]) == []
+
+
+def test_frozen_training_computes_a_doc_once(allennlp_dir, biLM_calls):
+    """Later epochs reuse the layers of docs already seen (fresh Example objects, as spaCy's reader makes)."""
+    nlp, _, optimizer = tagger_pipeline(allennlp_dir, frozen=True)
+    for epoch in range(3):
+        before = biLM_calls["sentences"]
+        nlp.update(tagged_examples(nlp), sgd=optimizer)
+        assert biLM_calls["sentences"] - before == (3 if epoch == 0 else 0), f"epoch {epoch}"
 
 
 def test_doc_cache_is_bounded_in_bytes():

@@ -4,22 +4,8 @@ import pytest
 import spacy
 from spacy.tokens import Doc
 
-from spacy_elmo.bilm.model import BiLM
 from spacy_elmo.layers import ElmoListener, ElmoListenerLayer
 from tests.conftest import tagged_examples, tagger_pipeline
-
-
-@pytest.fixture
-def biLM_calls(monkeypatch):
-    calls = {"sentences": 0}
-    real = BiLM.embed_batches
-
-    def counting(self, sentences, *args, **kwargs):
-        calls["sentences"] += len(sentences)
-        return real(self, sentences, *args, **kwargs)
-
-    monkeypatch.setattr(BiLM, "embed_batches", counting)
-    return calls
 
 
 def _listener(nlp, name="tagger") -> ElmoListenerLayer:
