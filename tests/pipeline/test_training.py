@@ -6,6 +6,7 @@ import sys
 from pathlib import Path
 
 import numpy
+import pytest
 import spacy
 from spacy.tokens import Doc
 from spacy.training import Example
@@ -126,6 +127,11 @@ def _train(allennlp_dir, ewt_dir, data_dir, frozen=True, epochs=10):
             nlp.update(examples[start : start + 8], sgd=optimizer, losses=losses)
         history.append(losses)
     return nlp, examples, history
+
+
+@pytest.fixture(scope="module")
+def trained(allennlp_dir, ewt_dir, data_dir):
+    return _train(allennlp_dir, ewt_dir, data_dir)
 
 
 def test_all_three_learn(trained):
