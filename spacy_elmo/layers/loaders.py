@@ -13,6 +13,8 @@ was built with explicit `bilm` sizes, the loaded weights must have those
 sizes; otherwise the model takes the loaded biLM's sizes. The loaders live in
 thinc's `model_loaders` registry (created here if no other package did).
 """
+import importlib
+import importlib.util
 from pathlib import Path
 from typing import Callable, List, Optional, Union
 
@@ -24,8 +26,25 @@ from ..io import WeightsError, find_published_files, is_native, load_native, loa
 from ..resources import DEFAULT_MODEL_DIR
 from .bilm_model import get_bilm, has_bilm, set_bilm
 
-if not hasattr(thinc_registry, "model_loaders"):
-    thinc_registry.create("model_loaders", entry_points=True)
+
+def _ensure_registry() -> None:
+    """thinc's `model_loaders` registry, shared with spacy-curated-transformers.
+
+    That package creates the registry when it is imported and fails if it
+    exists already, so where it is installed it is imported first.
+    """
+    if hasattr(thinc_registry, "model_loaders"):
+        return
+    if importlib.util.find_spec("spacy_curated_transformers") is not None:
+        try:
+            importlib.import_module("spacy_curated_transformers")
+        except Exception:  # a broken install of it must not break this package
+            pass
+    if not hasattr(thinc_registry, "model_loaders"):
+        thinc_registry.create("model_loaders", entry_points=True)
+
+
+_ensure_registry()
 
 Loader = Callable[..., Model]
 PathLike = Union[str, Path]

@@ -1,5 +1,6 @@
 """Registered loaders fill the biLM at initialize; the [components] block names no path."""
 import json
+import sys
 
 import numpy
 import pytest
@@ -86,6 +87,25 @@ def test_loader_fills_the_shapes_the_architecture_built(allennlp_dir):
 def test_missing_directory_is_one_clear_error(tmp_path):
     with pytest.raises(WeightsError, match="no such directory"):
         _initialized("spacy-elmo.PublishedLoader.v1", f'path = "{tmp_path / "missing"}"')
+
+
+def test_the_registry_is_shared_with_spacy_curated_transformers(tmp_path, monkeypatch):
+    """That package creates `model_loaders` on import and fails if it exists: it is imported first."""
+    from thinc.api import registry
+
+    from spacy_elmo.layers.loaders import _ensure_registry
+
+    (tmp_path / "spacy_curated_transformers.py").write_text(
+        "import thinc\nthinc.registry.create('model_loaders', entry_points=True)\n")
+    monkeypatch.syspath_prepend(str(tmp_path))
+    monkeypatch.delitem(sys.modules, "spacy_curated_transformers", raising=False)
+    monkeypatch.delattr(registry, "model_loaders")
+    try:
+        _ensure_registry()
+        assert "spacy_curated_transformers" in sys.modules
+        assert registry.model_loaders.get("spacy-elmo.NativeLoader.v1")  # same catalogue namespace
+    finally:
+        sys.modules.pop("spacy_curated_transformers", None)
 
 
 def test_weights_setting_still_works(allennlp_dir):
