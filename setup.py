@@ -1,8 +1,9 @@
 """Build script for the one compiled part: the fused LSTM cell kernel.
 
-Metadata lives in pyproject.toml. The extension is optional: where it cannot
-be built (no C compiler, or a compiler without OpenMP), the install goes on
-and the biLM uses PyTorch's element-wise ops instead (`spacy_elmo.bilm.cell_kernel`).
+Metadata, options and entry points live in setup.cfg; the build system in
+pyproject.toml. The extension is optional: where it cannot be built (no C
+compiler, or a compiler without OpenMP), the install goes on and the biLM
+uses PyTorch's element-wise ops instead (`spacy_elmo.bilm.cell_kernel`).
 """
 import sys
 

@@ -32,8 +32,8 @@ def build(config_path: Path, weights, train_docs):
     config["nlp"]["pipeline"] = pipeline
     del config["components"]["morphologizer"]
     config["training"]["score_weights"] = {}
-    if weights and "paths" in config and "elmo_weights" in config["paths"]:
-        config["paths"]["elmo_weights"] = str(weights)
+    if weights and "elmo" in config["components"]:
+        config["initialize"]["components"]["elmo"] = {"weights": str(weights)}  # instead of the config's loader
     nlp = spacy.util.load_model_from_config(config, auto_fill=True, validate=False)
     examples = [Example(nlp.make_doc(d.text), d) for d in train_docs]
     nlp.initialize(lambda: examples)

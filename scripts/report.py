@@ -45,8 +45,10 @@ def _console_rows(console: Path):
         values = line.split()
         if header and len(values) == len(header) and values[0].isdigit():
             named = dict(zip(header, values))
-            scores = {k.lower(): float(v) for k, v in named.items() if k not in ("E", "#", "SCORE") and not k.startswith("LOSS")}
-            rows.append({"epoch": int(values[0]), "step": int(values[1]), "scores": scores, "score": float(named["SCORE"])})
+            kept = {k: v for k, v in named.items() if k not in ("E", "#", "SCORE") and not k.startswith("LOSS")}
+            scores = {k.lower(): float(v) for k, v in kept.items()}
+            row = {"epoch": int(values[0]), "step": int(values[1]), "scores": scores, "score": float(named["SCORE"])}
+            rows.append(row)
     return rows
 
 
@@ -67,7 +69,8 @@ def table(metrics: Path, training: Path, prefix: str) -> str:
         if not wall or not log:
             continue
         best = _best_row(run / "model-best", log)
-        lines.append(f"| {run.name} | {log[-1]['step']:,} | {best['step']:,} | {wall['seconds'] / 60:.1f} min | {_ended_by(wall, log)} |")
+        minutes, ended = wall["seconds"] / 60, _ended_by(wall, log)
+        lines.append(f"| {run.name} | {log[-1]['step']:,} | {best['step']:,} | {minutes:.1f} min | {ended} |")
     return "\n".join(lines) + "\n"
 
 

@@ -44,7 +44,9 @@ def main() -> None:
         "--training.logger.progress_bar", "null",
     ]
     if args.elmo_model == "pretrained":
-        command += ["--paths.elmo_weights", args.pretrained_dir]
+        # the config's loader (the embedded biLM) replaced by the pretrained model's directory
+        loader = {"@model_loaders": "spacy-elmo.NativeLoader.v1", "path": args.pretrained_dir}
+        command += ["--initialize.components.elmo.loader", json.dumps(loader)]
     if args.max_steps:
         command += ["--training.max_steps", str(args.max_steps)]
     command += extra
@@ -76,7 +78,8 @@ def main() -> None:
     if stopped and (output / "model-best").is_dir():
         code = 0
     (output / "wall_time.json").write_text(json.dumps({
-        "seconds": round(seconds, 1), "command": command, "machine": f"{platform.machine()} {platform.processor()}".strip(),
+        "seconds": round(seconds, 1), "command": command,
+        "machine": f"{platform.machine()} {platform.processor()}".strip(),
         "returncode": code, "stopped": stopped,
     }, indent=2))
     sys.exit(code)

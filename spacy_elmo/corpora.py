@@ -1,5 +1,6 @@
 """Evaluation corpora to spaCy DocBin: UD CoNLL-U (tags, morphology, dependencies) and
-Universal NER IOB2 (entities). Both may be gzip-compressed. Sentences are grouped
+Universal NER IOB2 (entities). Both may be gzip-compressed, with or without
+the `.gz` in the name the caller gives. Sentences are grouped
 `n_sents` to a doc, with gold sentence boundaries.
 
 A file that is not what its reader expects (not UTF-8 text, truncated, another
@@ -22,14 +23,29 @@ class CorpusError(ValueError):
     """A corpus file that cannot be read as its format; the message names the file and line."""
 
 
-def _read_text(path: PathLike) -> str:
-    """The file's text (gunzipped for .gz); a CorpusError for binary, undecodable or truncated files."""
+def find_input(path: PathLike) -> Path:
+    """The corpus file `path` names, plain or gzipped: `x.conllu` finds `x.conllu.gz` and the reverse.
+
+    `spacy project assets` fetches the release files (plain); the shared data
+    holds them gzipped; the project's commands name them without `.gz`.
+    """
     path = Path(path)
+    candidates = [path, path.with_name(path.name[:-3])] if path.suffix == ".gz" else [path, Path(f"{path}.gz")]
+    for candidate in candidates:
+        if candidate.is_file():
+            return candidate
+    raise CorpusError(f"{path}: no such file (nor {candidates[1].name} beside it)")
+
+
+def _read_text(path: PathLike) -> str:
+    """The text of a corpus file, gzipped or not (found by its first bytes, not its name);
+    a CorpusError for missing, binary, undecodable or truncated files."""
+    path = find_input(path)
     try:
         raw = path.read_bytes()
     except OSError as err:
         raise CorpusError(f"{path}: cannot read the file ({err.strerror or err})") from None
-    if path.suffix == ".gz":
+    if raw[:2] == b"\x1f\x8b":
         try:
             raw = gzip.decompress(raw)
         except (EOFError, OSError, zlib.error) as err:
@@ -153,7 +169,7 @@ def uner_docs(path: PathLike, n_sents: int = 10, limit: int = 0, vocab: Optional
         group = sentences[start : start + n_sents]
         words = [w for ws, _ in group for w in ws]
         tags = [t for _, ts in group for t in ts]
-        sent_starts = [i == 0 for ws, _ in group for i in range(len(ws))]
+        sent_starts: List[Union[bool, int, None]] = [i == 0 for ws, _ in group for i in range(len(ws))]
         tags = _repair_iob(tags)
         docs.append(Doc(vocab, words=words, ents=tags, sent_starts=sent_starts))
     return docs
@@ -178,4 +194,4 @@ def write_docbin(docs: List[Doc], output: PathLike) -> Path:
     return output
 
 
-__all__ = ["conllu_words", "ud_docs", "uner_docs", "write_docbin", "CorpusError"]
+__all__ = ["conllu_words", "find_input", "ud_docs", "uner_docs", "write_docbin", "CorpusError"]

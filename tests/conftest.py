@@ -65,3 +65,52 @@ def ewt_sentences(ewt_dir):
     from spacy_elmo.corpora import conllu_words
 
     return conllu_words(ewt_dir / "en_ewt-ud-train.conllu.gz", limit=300)
+
+
+@pytest.fixture
+def biLM_calls(monkeypatch):
+    """How many sentences the biLM has embedded (BiLM.embed_batches, counted)."""
+    from spacy_elmo.bilm.model import BiLM
+
+    calls = {"sentences": 0}
+    real = BiLM.embed_batches
+
+    def counting(self, sentences, *args, **kwargs):
+        calls["sentences"] += len(sentences)
+        return real(self, sentences, *args, **kwargs)
+
+    monkeypatch.setattr(BiLM, "embed_batches", counting)
+    return calls
+
+
+@pytest.fixture
+def nlp_elmo(allennlp_dir):
+    """A blank English pipeline with only `elmo`, on the small reference weights."""
+    import spacy
+
+    nlp = spacy.blank("en")
+    nlp.add_pipe("elmo", config={"weights": str(allennlp_dir)})
+    return nlp
+
+
+def tagger_pipeline(weights, tok2vec=None, frozen=True, elmo_config=None):
+    """elmo + a tagger whose tok2vec listens to it (by default an ElmoListener alone), initialized."""
+    import spacy
+
+    nlp = spacy.blank("en")
+    config = {"weights": str(weights), "frozen": frozen, **(elmo_config or {})}
+    nlp.add_pipe("elmo", config=config)
+    tok2vec = tok2vec or {"@architectures": "spacy-elmo.ElmoListener.v1"}
+    nlp.add_pipe("tagger", config={"model": {"@architectures": "spacy.Tagger.v2", "tok2vec": tok2vec}})
+    examples = tagged_examples(nlp)
+    optimizer = nlp.initialize(lambda: examples)
+    return nlp, examples, optimizer
+
+
+def tagged_examples(nlp):
+    from spacy.training import Example
+
+    data = [("the cat sat on the mat", "DET NOUN VERB ADP DET NOUN"),
+            ("a dog ran off", "DET NOUN VERB ADV"),
+            ("birds fly south in winter", "NOUN VERB ADV ADP NOUN")]
+    return [Example.from_dict(nlp.make_doc(text), {"tags": tags.split()}) for text, tags in data]

@@ -15,7 +15,10 @@ from typing import Dict, List
 import pytest
 
 DOCS = Path(__file__).resolve().parent.parent / "docs"
-PAGES = ["README.md", "component.md", "extensions.md", "architectures.md", "cli.md", "pretraining.md", "project.md", "python-api.md"]
+PAGES = [
+    "README.md", "component.md", "extensions.md", "architectures.md", "cli.md", "pretraining.md", "project.md",
+    "python-api.md",
+]
 PREFIX = "spacy-elmo."
 
 
@@ -115,7 +118,7 @@ def registered_functions():
     from spacy.util import registry
 
     found = {}
-    for reg in (registry.architectures, registry.layers):
+    for reg in (registry.architectures, registry.layers, registry.model_loaders):
         for name, func in reg.get_all().items():
             if name.startswith(PREFIX):
                 found[name] = func
@@ -124,7 +127,9 @@ def registered_functions():
 
 def test_registered_functions_exist():
     names = set(registered_functions())
-    for name in ("spacy-elmo.ElmoBiLM.v1", "spacy-elmo.ElmoListener.v1", "spacy-elmo.ElmoTok2Vec.v1", "spacy-elmo.ScalarMix.v1"):
+    for name in ("ElmoBiLM", "ElmoListener", "ElmoTok2Vec", "ScalarMix", "ElmoStandalone", "EmbeddedLoader",
+                 "PublishedLoader", "NativeLoader"):
+        name = f"{PREFIX}{name}.v1"
         assert name in names
 
 
@@ -165,7 +170,8 @@ def test_every_component_setting_is_documented():
 def test_component_documents_the_initialize_weights_block():
     page = read("component.md")
     assert "[initialize.components.elmo]" in page and in_code("weights", page)
-    for method in ("predict", "set_annotations", "update", "initialize", "to_disk", "from_disk", "to_bytes", "from_bytes"):
+    methods = ("predict", "set_annotations", "update", "initialize", "to_disk", "from_disk", "to_bytes", "from_bytes")
+    for method in methods:
         assert in_code(method, page) or f"Elmo.{method}" in page, f"component.md: method {method}"
 
 

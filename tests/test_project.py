@@ -1,4 +1,6 @@
-"""The spacy project `smoke` workflow: every step of `all` on tiny slices, end to end."""
+"""The spacy project on a fresh machine: `spacy project assets`, then the `smoke` workflow
+(every step of `all` on tiny slices) from a copy of the repository with no ../shared beside it."""
+import gzip
 import json
 import shutil
 import subprocess
@@ -8,19 +10,52 @@ from pathlib import Path
 import pytest
 
 ROOT = Path(__file__).resolve().parent.parent
+N_SENTENCES = 300  # of each file: enough for the smoke slices
 
 
-@pytest.mark.slow  # minutes: python -m pytest -m slow tests/test_project.py
-def test_smoke_workflow(data_dir, tmp_path):
-    project = tmp_path / "project"
-    project.mkdir()
+def _head(path: Path, n: int) -> str:
+    with gzip.open(path, "rt", encoding="utf-8") as handle:
+        blocks = handle.read().strip().split("\n\n")
+    return "\n\n".join(blocks[:n]) + "\n\n"
+
+
+def _git_repo(path: Path, files: dict) -> str:
+    """A local repository laid out as the upstream one (release files at the top, plain)."""
+    path.mkdir(parents=True)
+    for name, text in files.items():
+        (path / name).write_text(text, encoding="utf-8")
+    git = ["git", "-C", str(path), "-c", "user.name=test", "-c", "user.email=test@example.com"]
+    for args in (["init", "-q", "-b", "master"], ["add", "."], ["commit", "-q", "-m", "release"]):
+        subprocess.run(git + args, check=True, capture_output=True)
+    return path.as_uri()
+
+
+def _spacy(*args, cwd=None, timeout=1500):
+    out = subprocess.run([sys.executable, "-m", "spacy", *map(str, args)], capture_output=True, text=True,
+                         timeout=timeout, cwd=cwd)
+    assert out.returncode == 0, out.stdout[-4000:] + out.stderr[-4000:]
+    return out
+
+
+def test_assets_and_smoke_workflow_without_shared(data_dir, tmp_path):
+    project = tmp_path / "elsewhere" / "project"
+    project.mkdir(parents=True)
     for name in ("project.yml", "configs", "scripts"):
         source = ROOT / name
         (shutil.copytree if source.is_dir() else shutil.copy)(source, project / name)
-    variables = [f"--vars.ewt_dir={data_dir / 'ud_en_ewt'}", f"--vars.uner_dir={data_dir / 'uner_en_ewt'}"]
-    out = subprocess.run([sys.executable, "-m", "spacy", "project", "run", "smoke", str(project), *variables],
-                         capture_output=True, text=True, timeout=1500)
-    assert out.returncode == 0, out.stdout[-4000:] + out.stderr[-4000:]
+    assert not (project.parent / "shared").exists()
+    splits = ("train", "dev", "test")
+    ewt_files = {f"en_ewt-ud-{s}.conllu": data_dir / "ud_en_ewt" / f"en_ewt-ud-{s}.conllu.gz" for s in splits}
+    uner_files = {f"en_ewt-ud-{s}.iob2": data_dir / "uner_en_ewt" / f"en_ewt-ud-{s}.iob2.gz" for s in splits[1:]}
+    ewt = _git_repo(tmp_path / "repos" / "ewt", {k: _head(v, N_SENTENCES) for k, v in ewt_files.items()})
+    uner = _git_repo(tmp_path / "repos" / "uner", {k: _head(v, N_SENTENCES) for k, v in uner_files.items()})
+    variables = ["--vars.data_dir", "assets", "--vars.ewt_repo", ewt, "--vars.uner_repo", uner]
+    _spacy("project", "assets", project, *variables, timeout=300)
+    for split in splits:
+        assert (project / "assets" / "ud_en_ewt" / f"en_ewt-ud-{split}.conllu").read_text().startswith("#")
+    assert (project / "assets" / "uner_en_ewt" / "en_ewt-ud-test.iob2").is_file()
+
+    _spacy("project", "run", "smoke", project, *variables)
     comparison = (project / "metrics" / "smoke-comparison.md").read_text()
     for metric in ("UPOS", "XPOS", "UAS", "LAS", "NER F1"):
         assert f"| {metric} |" in comparison

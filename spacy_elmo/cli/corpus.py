@@ -10,7 +10,7 @@ from ._util import fail
 
 def corpus_cli(
     kind: str = typer.Argument(..., help="ud (CoNLL-U: tags, morphology, dependencies) or ner (IOB2 entities)"),
-    input_path: Path = typer.Argument(..., help="Input file (.gz allowed)", exists=True, dir_okay=False),
+    input_path: Path = typer.Argument(..., help="Input file, plain or gzipped (x.conllu also finds x.conllu.gz)"),
     output_path: Path = typer.Argument(..., help=".spacy file to write"),
     n_sents: int = typer.Option(10, "--n-sents", "-n", help="Sentences per doc"),
     limit: int = typer.Option(0, "--limit", help="Read only the first N sentences (0: all)"),

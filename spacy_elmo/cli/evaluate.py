@@ -30,7 +30,7 @@ def layer_mixes(nlp) -> Dict[str, Dict[str, Any]]:
         model = getattr(component, "model", None)
         if model is None or not hasattr(model, "walk"):
             continue
-        found = [n for n in model.walk() if n.name == "scalar-mix" and n.has_param("s") and n.get_param("s") is not None]
+        found = [n for n in model.walk() if n.name == "scalar-mix" and n.maybe_get_param("s") is not None]
         for i, node in enumerate(found):
             weights, gamma = mix_weights(node)
             key = name if len(found) == 1 else f"{name}#{i}"

@@ -1,4 +1,6 @@
-"""`info`: describe a biLM directory."""
+"""`info`: describe a biLM directory and the machine it would run on."""
+import os
+import platform
 from pathlib import Path
 from typing import Optional
 
@@ -22,6 +24,28 @@ def cpu_inference() -> dict:
     }
 
 
+def cpu_name(cpuinfo: Path = Path("/proc/cpuinfo")) -> str:
+    """The CPU's model name (Linux: /proc/cpuinfo; elsewhere what `platform` knows)."""
+    try:
+        for line in cpuinfo.read_text(encoding="utf-8", errors="replace").splitlines():
+            key, _, value = line.partition(":")
+            if key.strip() in ("model name", "Model", "Hardware") and value.strip():
+                return value.strip()
+    except OSError:
+        pass
+    return platform.processor() or platform.machine() or "unknown"
+
+
+def machine() -> dict:
+    """The CPU, its cores, and the CUDA device torch sees (None: CPU only)."""
+    return {
+        "cpu": cpu_name(),
+        "cpu_cores": os.cpu_count(),
+        "torch": torch.__version__,
+        "cuda_device": torch.cuda.get_device_name(0) if torch.cuda.is_available() else None,
+    }
+
+
 def info_cli(
     model_path: Optional[Path] = typer.Argument(None, help="Weights directory (default: the embedded English model)"),
     as_json: bool = typer.Option(False, "--json", help="Print JSON"),
@@ -42,15 +66,18 @@ def info_cli(
         "config": config.to_dict(),
         "metadata": {k: v for k, v in loaded.metadata.items() if k != "config"},
         "cpu_inference": cpu_inference(),
+        "machine": machine(),
     }
     if as_json:
         print(srsly.json_dumps(info, indent=2))
         return
     msg.divider("biLM")
-    rows = [(k, v) for k, v in info.items() if k not in ("config", "metadata", "cpu_inference")]
+    rows = [(k, v) for k, v in info.items() if k not in ("config", "metadata", "cpu_inference", "machine")]
     msg.table(rows)
     msg.divider("architecture")
     msg.table(list(info["config"].items()))
+    msg.divider("machine")
+    msg.table(list(info["machine"].items()))
     msg.divider("CPU inference on this install")
     msg.table(list(info["cpu_inference"].items()))
     if info["metadata"]:

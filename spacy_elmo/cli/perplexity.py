@@ -1,5 +1,6 @@
 """`perplexity`: score text with a pretrained biLM's softmax."""
 from pathlib import Path
+from typing import Any, List
 
 import srsly
 import typer
@@ -10,7 +11,9 @@ from ._util import fail, load_weights_or_fail, pick_device
 
 def perplexity_cli(
     model_path: Path = typer.Argument(..., help="Model directory (native format with a softmax)"),
-    text_path: Path = typer.Argument(..., help="Text file (.txt or .gz), one sentence or paragraph per line", exists=True),
+    text_path: Path = typer.Argument(
+        ..., help="Text file (.txt or .gz), one sentence or paragraph per line", exists=True
+    ),
     as_json: bool = typer.Option(False, "--json", help="Print one JSON object: forward, backward, mean, tokens"),
     lang: str = typer.Option("en", "--lang", help="spaCy language of the tokenizer"),
     max_length: int = typer.Option(64, "--max-length", help="Cut longer lines into segments of this many tokens"),
@@ -32,8 +35,8 @@ def perplexity_cli(
             "ship without one); use a model trained with `spacy_elmo pretrain`"
         )
     lm.to(pick_device(gpu_id))
-    tokenizer = spacy.blank(lang).tokenizer
-    segments = []
+    tokenizer: Any = spacy.blank(lang).tokenizer
+    segments: List[List[str]] = []
     with open_text(text_path) as handle:
         lines = (line.strip() for line in handle)
         for doc in tokenizer.pipe(line for line in lines if line):

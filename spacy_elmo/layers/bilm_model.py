@@ -2,132 +2,79 @@
 
     Model[List[Doc], List[Floats3d]]: per doc, every layer, (L+1, len(doc), width)
 
-The torch BiLM lives in an `ElmoShim` (a PyTorchShim that serializes the
-native format, so a saved pipeline rebuilds the biLM without the original
-files). Where the weights come from:
+The architecture builds the shapes; weights come from elsewhere:
 
-* `bilm` sizes given in the config: a fresh, randomly initialised biLM of
-  those sizes (to be loaded at `nlp.initialize()` or fine-tuned);
-* otherwise the weights directory the component names (`weights`), or the
-  package's embedded English model; loaded on first use, so that a pipeline
-  loaded from disk never needs them.
+* `bilm` sizes given in the config: a biLM of those sizes with random
+  weights, to be filled by a loader at `initialize` (or fine-tuned);
+* no sizes: the model is empty until a loader fills it at `initialize`
+  (`[initialize.components.elmo]`, see `loaders.py`), or, on first use, the
+  weights directory the component names, else the package's embedded
+  English model. A pipeline loaded from disk carries its own copy.
 
-Frozen (the default, as in the paper): no gradient reaches the biLM, and
-during training the layers of a doc are computed once and reused in later
-epochs (`doc_cache_tokens` bounds that cache). Not frozen: the listeners'
-gradients flow into the biLM and the optimizer updates it.
+Frozen (the default, as in the paper) means predict only: no autograd, and
+during training a doc's layers are computed once and reused in later epochs
+(`doc_cache_bytes` bounds that cache). Not frozen: the biLM runs through
+thinc's PyTorch wrapper (conversion, mixed precision, gradient scaling) and
+the optimizer updates it.
 """
-from collections import OrderedDict
-from contextlib import nullcontext as _nullcontext
-from typing import Any, Callable, Dict, List, Optional, Tuple
+from typing import Any, Callable, Dict, List, Optional, Tuple, cast
 
 import numpy
-import srsly
 import torch
 from spacy.util import registry
-from thinc.api import Model, PyTorchShim
+from thinc.api import ArgsKwargs, Model
+from thinc.layers.pytorchwrapper import forward as pytorch_forward
 from thinc.types import Floats3d
-from thinc.util import get_torch_default_device, torch2xp, xp2torch
+from thinc.util import torch2xp, xp2torch
 
 from ..bilm.config import BiLMConfig
 from ..bilm.model import BiLM, length_sorted_batches
-from .segments import doc_segments, segments_key
+from .doc_cache import DEFAULT_MAX_BYTES, DocCache
+from .segments import SEGMENTATIONS, doc_segments, segments_key
+from .shim import ElmoShim
 
-InT = List[Any]  # List[Doc]; spaCy is not imported here
+InT = List[Any]  # List[Doc]; spaCy's Doc is not needed here
 OutT = List[Floats3d]
+_FINETUNE_BATCH_SENTENCES = 256
 
 
-class ElmoShim(PyTorchShim):
-    """Holds the torch BiLM (possibly not loaded yet) and serializes it in the native format."""
-
-    def __init__(self, bilm: Optional[BiLM] = None, mixed_precision: bool = False) -> None:
-        super().__init__(
-            bilm,
-            mixed_precision=mixed_precision,
-            serialize_model=_serialize_bilm,
-            deserialize_model=_deserialize_bilm,
-        )
-
-    @property
-    def device(self):
-        if self._model is None:
-            return get_torch_default_device()
-        return super().device
-
-    def to_device(self, device_type: str, device_id: int) -> None:
-        if self._model is not None:
-            super().to_device(device_type, device_id)
-
-    def finish_update(self, optimizer) -> None:
-        if self._model is not None:
-            super().finish_update(optimizer)
-
-
-def _serialize_bilm(bilm: Optional[BiLM]) -> bytes:
-    from safetensors.torch import save
-
-    if bilm is None:
-        return srsly.msgpack_dumps({"empty": True})
-    state = {k: v.detach().cpu().contiguous() for k, v in bilm.state_dict().items()}
-    payload = {
-        "config": bilm.config.to_dict(),
-        "boundary_strings": bilm.boundary_strings,
-        "vocab": bilm.input_vocab.words if bilm.input_vocab is not None else None,
-        "state": save(state),
-    }
-    return srsly.msgpack_dumps(payload)
-
-
-def _deserialize_bilm(old: Optional[BiLM], data: bytes, device) -> Optional[BiLM]:
-    from safetensors.torch import load
-
-    from ..bilm.vocab import Vocabulary
-
-    payload = srsly.msgpack_loads(data)
-    if payload.get("empty"):
-        return old
-    config = BiLMConfig.from_dict(payload["config"], source="serialized elmo component")
-    vocab = Vocabulary(payload["vocab"]) if payload.get("vocab") else None
-    bilm = BiLM(config, vocab=vocab, boundary_strings=payload.get("boundary_strings", False))
-    bilm.load_state_dict(load(payload["state"]))
-    bilm.to(device)
-    bilm.eval()
-    return bilm
+class ElmoNotReady(ValueError):
+    """The biLM cannot produce meaningful layers yet (random weights, frozen)."""
 
 
 @registry.architectures("spacy-elmo.ElmoBiLM.v1")
 def ElmoBiLM(
     bilm: Optional[Dict[str, Any]] = None,
     max_window: int = 64,
+    max_length: int = 256,
     segmentation: str = "auto",
     skip_whitespace: bool = True,
     batch_tokens: int = 4096,
     token_cache_size: int = 50_000,
-    doc_cache_tokens: int = 2_000_000,
+    doc_cache_bytes: int = DEFAULT_MAX_BYTES,
     mixed_precision: bool = False,
     seed: int = 0,
 ) -> Model[InT, OutT]:
     """The biLM over Docs; see the module docstring.
 
     bilm: explicit sizes (any `BiLMConfig` field, e.g. lstm_dim, projection_dim,
-        n_layers, filters) for a fresh, randomly initialised biLM.
-    max_window: most tokens the biLM reads from one zero state.
+        n_layers, filters) for a biLM with random weights.
+    max_window: most tokens of one window, for docs without sentence boundaries.
+    max_length: most tokens read from one zero state; longer sentences are cut.
     segmentation: "auto" (sentences when the doc has them, else windows),
         "sents" or "windows".
     token_cache_size: context-free token vectors kept across batches at
         inference (0: off).
-    doc_cache_tokens: tokens whose layers a frozen biLM keeps between epochs
+    doc_cache_bytes: bytes of layers a frozen biLM keeps between epochs
         during training (0: off).
-    mixed_precision: run the biLM under bfloat16 autocast on CUDA (float16
-        where the card has no bfloat16); the layers come back as float32.
-        No effect on CPU.
+    mixed_precision: run the biLM under autocast on CUDA (bfloat16 for
+        prediction where the card has it, float16 with gradient scaling for
+        fine-tuning); the layers come back as float32. No effect on CPU.
     """
-    from .segments import SEGMENTATIONS
-
     if segmentation not in SEGMENTATIONS:
         raise ValueError(f"ElmoBiLM: segmentation must be one of {SEGMENTATIONS}, got {segmentation!r}")
-    if max_window < 1 or batch_tokens < 1:
-        raise ValueError("ElmoBiLM: max_window and batch_tokens must be >= 1")
+    if max_window < 1 or max_length < 1 or batch_tokens < 1:
+        raise ValueError("ElmoBiLM: max_window, max_length and batch_tokens must be >= 1")
     fresh = None
     if bilm:
         settings = dict(bilm)
@@ -135,22 +82,30 @@ def ElmoBiLM(
             settings["filters"] = tuple(tuple(f) for f in settings["filters"])
         fresh = BiLM(BiLMConfig(**settings))
         fresh.reset_parameters(seed)
+    torch_layer: Model = Model(
+        "elmo-torch",
+        pytorch_forward,
+        attrs={"convert_inputs": _convert_inputs, "convert_outputs": _convert_outputs},
+        # thinc's autocast and gradient scaler are for CUDA; on CPU the biLM runs in float32
+        shims=[ElmoShim(fresh, mixed_precision=mixed_precision and torch.cuda.is_available())],
+    )
     model: Model[InT, OutT] = Model(
         "elmo-bilm",
         forward,
         init=init,
-        shims=[ElmoShim(fresh, mixed_precision=mixed_precision)],
+        layers=[torch_layer],
         dims={"nO": fresh.width if fresh else None, "nL": fresh.n_layers if fresh else None},
         attrs={
             "max_window": max_window,
+            "max_length": max_length,
             "segmentation": segmentation,
             "skip_whitespace": skip_whitespace,
             "batch_tokens": batch_tokens,
             "token_cache_size": token_cache_size,
-            "doc_cache": _DocCache(doc_cache_tokens),
+            "doc_cache": DocCache(doc_cache_bytes),
             "mixed_precision": mixed_precision,
             "frozen": True,
-            "weights": None,  # set by the component: a directory, or None for the default
+            "weights": None,  # set by the component: a directory, or None for the embedded model
             "fresh": fresh is not None,
         },
     )
@@ -162,38 +117,60 @@ def init(model: Model[InT, OutT], X: Optional[InT] = None, Y=None) -> Model[InT,
     return model
 
 
+def _shim(model: Model) -> ElmoShim:
+    return cast(ElmoShim, model.layers[0].shims[0])
+
+
+def has_bilm(model: Model) -> bool:
+    """Whether the model holds a biLM already (built from sizes, loaded or deserialized)."""
+    return _shim(model).bilm is not None
+
+
 def set_bilm(model: Model, bilm: BiLM) -> None:
-    """Install a biLM (e.g. loaded at initialize time) into the model."""
-    shim = model.shims[0]
-    bilm.to(shim.device)
-    shim._model = bilm
+    """Install a biLM (e.g. from a loader at initialize) into the model."""
+    _shim(model).set_bilm(bilm)
     model.attrs["fresh"] = False
     model.attrs["doc_cache"].clear()
     _configure(model, bilm)
 
 
+def drop_bilm(model: Model) -> None:
+    """Empty the model (e.g. a biLM of random weights that a weights directory replaces on first use)."""
+    _shim(model)._model = None
+    model.attrs["fresh"] = False
+    for name in ("nO", "nL"):
+        model.set_dim(name, None, force=True)  # type: ignore[arg-type]
+
+
 def get_bilm(model: Model) -> BiLM:
-    """The torch BiLM, loading it on first use."""
-    shim = model.shims[0]
-    bilm = shim._model
+    """The torch BiLM, loading it on first use (the component's weights, else the embedded model)."""
+    shim = _shim(model)
+    bilm = shim.bilm
     if bilm is None:
         from ..io import load_bilm
 
-        bilm = load_bilm(model.attrs.get("weights"))
-        bilm.to(shim.device)
-        shim._model = bilm
-    if not model.has_dim("nO") or model.get_dim("nO") is None:
+        shim.set_bilm(load_bilm(model.attrs.get("weights")))
+        bilm = shim.bilm
+        assert bilm is not None
+    if model.maybe_get_dim("nO") != bilm.width or model.maybe_get_dim("nL") != bilm.n_layers:
         _configure(model, bilm)
     return bilm
 
 
+def check_ready(model: Model, name: str) -> None:
+    """Refuse to run a frozen biLM that only has random weights."""
+    if model.attrs.get("fresh") and model.attrs.get("frozen"):
+        raise ElmoNotReady(
+            f"'{name}': the biLM was built from explicit sizes with random weights and frozen = true, "
+            "so its layers would be noise. Give it weights (a loader under "
+            f"[initialize.components.{name}], or the component's 'weights' setting), "
+            "or set frozen = false to train it."
+        )
+
+
 def _configure(model: Model, bilm: BiLM) -> None:
-    for name, value in (("nO", bilm.width), ("nL", bilm.n_layers)):
-        if model.has_dim(name) and model.get_dim(name) is not None and model.get_dim(name) != value:
-            # a different biLM was installed: dims follow it
-            model._dims[name] = value
-        else:
-            model.set_dim(name, value)
+    model.set_dim("nO", bilm.width, force=True)
+    model.set_dim("nL", bilm.n_layers, force=True)
     _set_token_cache(model, bilm)
 
 
@@ -206,11 +183,12 @@ def _set_token_cache(model: Model, bilm: BiLM) -> None:
 
 
 def forward(model: Model[InT, OutT], docs: InT, is_train: bool) -> Tuple[OutT, Callable]:
+    check_ready(model, model.name)
     bilm = get_bilm(model)
     _set_token_cache(model, bilm)
     if not is_train or model.attrs["frozen"]:
         outputs = predict_layers(model, bilm, docs, use_doc_cache=is_train)
-        return [model.ops.asarray3f(o) for o in outputs], _no_backprop
+        return [model.ops.asarray3f(cast(Floats3d, o)) for o in outputs], _no_backprop
     return _forward_finetune(model, bilm, docs)
 
 
@@ -220,14 +198,14 @@ def _no_backprop(d_outputs: OutT) -> InT:
 
 def _segments(model: Model, doc) -> List[List[int]]:
     attrs = model.attrs
-    return doc_segments(doc, attrs["max_window"], attrs["segmentation"], attrs["skip_whitespace"])
+    return doc_segments(doc, attrs["max_window"], attrs["segmentation"], attrs["skip_whitespace"], attrs["max_length"])
 
 
 def predict_layers(model: Model, bilm: BiLM, docs: InT, use_doc_cache: bool = False) -> List[numpy.ndarray]:
-    """(L+1, len(doc), width) float32 numpy arrays, no gradient."""
+    """(L+1, len(doc), width) float32 numpy arrays, no autograd."""
     n_layers, width = bilm.n_layers, bilm.width
     outputs: List[Optional[numpy.ndarray]] = [None] * len(docs)
-    cache: _DocCache = model.attrs["doc_cache"]
+    cache: DocCache = model.attrs["doc_cache"]
     jobs: List[Tuple[int, List[int]]] = []  # (doc position, token indices)
     sentences: List[List[str]] = []
     keys = {}
@@ -245,13 +223,14 @@ def predict_layers(model: Model, bilm: BiLM, docs: InT, use_doc_cache: bool = Fa
             jobs.append((d, segment))
             sentences.append([doc[i].text for i in segment])
     if sentences:
-        batches = bilm.embed_batches(sentences, batch_tokens=model.attrs["batch_tokens"], precision=_precision(model, bilm))
+        precision = _precision(model, bilm)
+        batches = bilm.embed_batches(sentences, batch_tokens=model.attrs["batch_tokens"], precision=precision)
         for positions, arrays in batches:
             for p, array in zip(positions, arrays):
                 d, segment = jobs[p]
-                outputs[d][:, segment] = array
+                outputs[d][:, segment] = array  # type: ignore[index]
     for d, key in keys.items():
-        cache.put(key, outputs[d])
+        cache.put(key, outputs[d])  # type: ignore[arg-type]
     return outputs  # type: ignore[return-value]
 
 
@@ -262,83 +241,57 @@ def _precision(model: Model, bilm: BiLM) -> str:
     return "bfloat16" if torch.cuda.is_bf16_supported() else "float16"
 
 
-def _forward_finetune(model: Model, bilm: BiLM, docs: InT):
-    """Layers with gradients into the biLM (frozen = false)."""
-    shim: ElmoShim = model.shims[0]
-    n_layers, width = bilm.n_layers, bilm.width
+def _forward_finetune(model: Model, bilm: BiLM, docs: InT) -> Tuple[OutT, Callable]:
+    """Layers with gradients into the biLM (frozen = false), through thinc's PyTorch wrapper."""
     jobs: List[Tuple[int, List[int]]] = []
     sentences: List[List[str]] = []
     for d, doc in enumerate(docs):
         for segment in _segments(model, doc):
             jobs.append((d, segment))
             sentences.append([doc[i].text for i in segment])
-    bilm.train()
-    torch_outputs: List[torch.Tensor] = []
-    order: List[int] = []
-    precision = _precision(model, bilm)
-    autocast = (
-        torch.autocast(device_type="cuda", dtype=getattr(torch, precision)) if precision != "float32" else _nullcontext()
-    )
-    with autocast:
-        for batch in length_sorted_batches([len(s) for s in sentences], model.attrs["batch_tokens"], 256):
-            out = bilm([sentences[i] for i in batch])
-            torch_outputs.extend(o.float() for o in out.unpadded())
-            order.extend(batch)
-    by_job = dict(zip(order, torch_outputs))
+    if not sentences:
+        return [model.ops.alloc3f(bilm.n_layers, len(doc), bilm.width) for doc in docs], _no_backprop
+    lengths = [len(s) for s in sentences]
+    order = list(length_sorted_batches(lengths, model.attrs["batch_tokens"], _FINETUNE_BATCH_SENTENCES))
+    batches = [[sentences[j] for j in batch] for batch in order]
+    per_batch, backprop_torch = model.layers[0](batches, is_train=True)
     ops = model.ops
-    outputs = [ops.alloc3f(n_layers, len(doc), width) for doc in docs]
-    for j, (d, segment) in enumerate(jobs):
-        outputs[d][:, segment] = torch2xp(by_job[j].detach())
+    outputs = [ops.alloc3f(bilm.n_layers, len(doc), bilm.width) for doc in docs]
+    for batch, arrays in zip(order, per_batch):
+        for j, array in zip(batch, arrays):
+            d, segment = jobs[j]
+            outputs[d][:, segment] = array
 
     def backprop(d_outputs: OutT) -> InT:
-        grads = []
-        tensors = []
-        for j, (d, segment) in enumerate(jobs):
-            grads.append(xp2torch(ops.xp.ascontiguousarray(d_outputs[d][:, segment]), device=shim.device))
-            tensors.append(by_job[j])
-        if tensors:
-            torch.autograd.backward(tensors, grad_tensors=grads)
+        d_batches = []
+        for batch in order:
+            d_batch = []
+            for j in batch:
+                d, segment = jobs[j]
+                d_batch.append(ops.xp.ascontiguousarray(d_outputs[d][:, segment]))
+            d_batches.append(d_batch)
+        backprop_torch(d_batches)
         return []
 
     return outputs, backprop
 
 
-class _DocCache:
-    """Layers of docs already seen in training (frozen biLM), bounded in tokens, LRU."""
-
-    def __init__(self, max_tokens: int) -> None:
-        self.max_tokens = max_tokens
-        self._data: "OrderedDict[tuple, numpy.ndarray]" = OrderedDict()
-        self._tokens = 0
-
-    @property
-    def enabled(self) -> bool:
-        return self.max_tokens > 0
-
-    def get(self, key: tuple) -> Optional[numpy.ndarray]:
-        value = self._data.get(key)
-        if value is not None:
-            self._data.move_to_end(key)
-        return value
-
-    def put(self, key: tuple, value: numpy.ndarray) -> None:
-        if key in self._data or value.shape[1] > self.max_tokens:
-            return
-        self._data[key] = value
-        self._tokens += value.shape[1]
-        while self._tokens > self.max_tokens:
-            _, old = self._data.popitem(last=False)
-            self._tokens -= old.shape[1]
-
-    def clear(self) -> None:
-        self._data.clear()
-        self._tokens = 0
-
-    def __len__(self) -> int:
-        return len(self._data)
-
-    def __deepcopy__(self, memo) -> "_DocCache":
-        return _DocCache(self.max_tokens)
+def _convert_inputs(model: Model, batches: List[List[List[str]]], is_train: bool) -> Tuple[ArgsKwargs, Callable]:
+    return ArgsKwargs(args=(batches,), kwargs={}), lambda d_inputs: []
 
 
-__all__ = ["ElmoBiLM", "ElmoShim", "get_bilm", "set_bilm", "predict_layers"]
+def _convert_outputs(model: Model, inputs_outputs: Tuple[Any, List[List[torch.Tensor]]], is_train: bool):
+    """Per batch, per segment: torch layers -> xp arrays; gradients back to torch."""
+    _, torch_outputs = inputs_outputs
+    arrays = [[torch2xp(t.detach()) for t in batch] for batch in torch_outputs]
+    flat = [t for batch in torch_outputs for t in batch]
+
+    def get_d_torch(d_arrays: List[List[Floats3d]]) -> ArgsKwargs:
+        d_flat = [d for batch in d_arrays for d in batch]
+        grads = [xp2torch(d, device=t.device) for d, t in zip(d_flat, flat)]
+        return ArgsKwargs(args=(flat,), kwargs={"grad_tensors": grads})
+
+    return arrays, get_d_torch
+
+
+__all__ = ["ElmoBiLM", "ElmoNotReady", "check_ready", "drop_bilm", "get_bilm", "has_bilm", "set_bilm", "predict_layers"]

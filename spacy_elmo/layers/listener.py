@@ -1,21 +1,26 @@
 """`spacy-elmo.ElmoListener.v1`: a downstream component's view of the `elmo` component.
 
-Like spaCy's Tok2VecListener: during `nlp.update` the upstream `elmo`
-component computes the layers once per batch and hands them, with a callback
-for the gradient, to every listener (`receive`). At prediction, or when the
-upstream did not run in this update (frozen with `frozen_components`), the
-listener reads `doc._.elmo`; if a doc has none, it asks its upstream
-component to compute it, so a downstream component also works on docs that
-never went through `elmo`.
+Like spaCy's Tok2VecListener, a listener never runs its upstream:
+
+* during `nlp.update`, the `elmo` component computes the layers once per
+  batch and hands them to every listener (`receive`), with a callback for
+  the gradient; the listener calls it once and forgets the batch
+  (`backprop_and_clear`);
+* during an update in which `elmo` did not run (it is in
+  `frozen_components`), the listener reads `doc._.elmo`, which `elmo` set
+  if it is in `annotating_components`; otherwise that is an error;
+* at prediction, the listener reads `doc._.elmo`; a doc without it (the
+  `elmo` component disabled, or a component called on its own) gets zeros
+  of the right shape.
 
 Each listener feeds its own ScalarMix: every task learns its own weighting of
 the biLM layers (ELMo eq. 1), and optionally projects to a given width.
 """
-import weakref
 from typing import Callable, List, Optional
 
 from spacy.util import registry
 from thinc.api import Linear, Model, chain, with_array
+from thinc.layers.chain import init as chain_init
 from thinc.types import Floats2d, Floats3d
 
 from .scalar_mix import ScalarMix
@@ -35,9 +40,8 @@ class ElmoListenerLayer(Model):
         Model.__init__(self, name=self.name, forward=_forward, dims={"nO": None, "nL": None})
         self.upstream_name = upstream_name
         self._batch_id: Optional[int] = None
-        self._outputs = None
-        self._backprop = None
-        self._upstream_ref = None
+        self._outputs: Optional[List[Floats3d]] = None
+        self._backprop: Optional[Callable] = None
 
     @classmethod
     def get_batch_id(cls, docs) -> int:
@@ -49,22 +53,24 @@ class ElmoListenerLayer(Model):
         self._outputs = outputs
         self._backprop = backprop
 
+    def backprop_and_clear(self, d_outputs: List[Floats3d]) -> list:
+        """Call the received gradient callback once, then forget the batch (its memory too)."""
+        result = self._backprop(d_outputs) if self._backprop is not None else []
+        self.clear()
+        return result
+
     def clear(self) -> None:
         self._batch_id = None
         self._outputs = None
         self._backprop = None
 
     def link(self, component) -> None:
-        """Remember the upstream component (weakly), to compute layers docs lack."""
-        self._upstream_ref = weakref.ref(component)
+        """Take the upstream's dims (layers, width), for docs it has not annotated."""
         bilm_model = component.model
         for name in ("nO", "nL"):
-            if bilm_model.has_dim(name) and bilm_model.get_dim(name):
-                self._dims[name] = bilm_model.get_dim(name)
-
-    @property
-    def upstream(self):
-        return self._upstream_ref() if self._upstream_ref is not None else None
+            value = bilm_model.maybe_get_dim(name)
+            if value:
+                self.set_dim(name, value, force=True)
 
     def verify_inputs(self, docs) -> None:
         batch_id = self.get_batch_id(docs)
@@ -77,24 +83,42 @@ class ElmoListenerLayer(Model):
 
 
 def _forward(model: ElmoListenerLayer, docs, is_train: bool):
-    if is_train and model._batch_id is not None:
-        model.verify_inputs(docs)
-        return model._outputs, model._backprop
+    if is_train:
+        if model._batch_id is not None:
+            model.verify_inputs(docs)
+            return model._outputs, model.backprop_and_clear
+        # the upstream did not run in this update: it must have annotated the docs
+        outputs = []
+        for doc in docs:
+            layers = doc._.elmo
+            if layers is None:
+                raise ValueError(
+                    f"ElmoListener (upstream '{model.upstream_name}') got a doc without doc._.elmo during "
+                    "training: the elmo component did not run in this update. If it is in [training] "
+                    "frozen_components, add it to annotating_components too, or leave it out of "
+                    "frozen_components (its own 'frozen' setting keeps the biLM fixed)."
+                )
+            outputs.append(model.ops.asarray3f(layers))
+        return outputs, _empty_backprop
+    n_layers, width = model.maybe_get_dim("nL"), model.maybe_get_dim("nO")
     outputs = []
-    missing = [doc for doc in docs if doc._.elmo is None]
-    if missing:
-        upstream = model.upstream
-        if upstream is None:
+    for doc in docs:
+        layers = doc._.elmo
+        if layers is not None:
+            outputs.append(model.ops.asarray3f(layers))
+        elif n_layers and width:
+            # the upstream did not annotate this doc (disabled, or not run): zeros of the right shape
+            outputs.append(model.ops.alloc3f(n_layers, len(doc), width))
+        else:
             raise ValueError(
                 f"ElmoListener (upstream '{model.upstream_name}') got docs without doc._.elmo and is not "
                 f"linked to an elmo component: {_UPSTREAM_HELP}"
             )
-        upstream.set_annotations(missing, upstream.predict(missing))
-    for doc in docs:
-        layers = doc._.elmo
-        outputs.append(model.ops.asarray3f(layers))
-        model._dims["nL"], model._dims["nO"] = layers.shape[0], layers.shape[2]
-    return outputs, lambda d_outputs: []
+    return outputs, _empty_backprop
+
+
+def _empty_backprop(d_outputs) -> list:  # module level, for pickling
+    return []
 
 
 @registry.architectures("spacy-elmo.ElmoListener.v1")
@@ -109,40 +133,51 @@ def ElmoListener(
     upstream: name of the elmo component to listen to ("*": any).
     mix: the ScalarMix; `spacy-elmo.ScalarMix.v1` with defaults when omitted.
     """
+    return mix_chain(ElmoListenerLayer(upstream), width, mix, source="ElmoListener")
+
+
+def mix_chain(
+    layers_source: Model, width: Optional[int], mix: Optional[Model], source: str
+) -> Model[List, List[Floats2d]]:
+    """chain(layers_source, mix[, projection]): docs -> per doc (n_tokens, width).
+
+    The listener and the standalone model (what `replace_listeners` puts in a
+    listener's place) share this shape, so one can be saved and loaded as the
+    other.
+    """
     if width is not None and width < 1:
-        raise ValueError(f"ElmoListener: width must be a positive integer or null, got {width}")
-    listener = ElmoListenerLayer(upstream)
+        raise ValueError(f"{source}: width must be a positive integer or null, got {width}")
     mix = mix if mix is not None else ScalarMix()
-    layers = [listener, mix]
+    layers = [layers_source, mix]
     if width is not None:
         layers.append(with_array(Linear(nO=width)))
-    model = chain(*layers)
-    model.set_ref("listener", listener)
+    model: Model[List, List[Floats2d]] = chain(*layers)
+    model.set_ref("listener", layers_source)
     model.set_ref("mix", mix)
     if width is not None:
         model.set_dim("nO", width)
     model.attrs["elmo_listener"] = True
-    model.init = _init_listener_chain(model.init)
+    model.init = _init_mix_chain
     return model
 
 
-def _init_listener_chain(chain_init):
-    def init(model: Model, X=None, Y=None):
-        listener = model.get_ref("listener")
-        if X is not None:
-            # run the listener once so the mix and projection see real shapes
-            layers, _ = listener(X, is_train=False)
-            mix = model.get_ref("mix")
-            mix.initialize(X=layers)
-            mixed, _ = mix(layers, is_train=False)
-            for layer in model.layers[2:]:
-                layer.initialize(X=mixed)
-            if not model.has_dim("nO") or model.get_dim("nO") is None:
-                model.set_dim("nO", model.layers[-1].get_dim("nO") if len(model.layers) > 2 else listener.get_dim("nO"))
-            return model
-        return chain_init(model, X=X, Y=Y)
+def _init_mix_chain(model: Model, X=None, Y=None) -> Model:
+    """Run the layers' source once so the mix and projection see real shapes."""
+    source = model.layers[0]
+    if X is None:
+        chain_init(model, X=X, Y=Y)
+        return model
+    source.initialize(X=X)
+    layers, _ = source(X, is_train=False)
+    mix = model.layers[1]
+    mix.initialize(X=layers)
+    mixed, _ = mix(layers, is_train=False)
+    for layer in model.layers[2:]:
+        layer.initialize(X=mixed)
+    if model.maybe_get_dim("nO") is None:
+        last = model.layers[-1] if len(model.layers) > 2 else source
+        model.set_dim("nO", last.get_dim("nO"))
+    return model
 
-    return init
 
-
-__all__ = ["ElmoListener", "ElmoListenerLayer"]
+__all__ = ["ElmoListener", "ElmoListenerLayer", "mix_chain"]

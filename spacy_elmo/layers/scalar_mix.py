@@ -8,7 +8,7 @@ layer before mixing, dropout of whole layers during training (a dropped layer
 gets zero weight and the rest are renormalised), an L2 penalty lambda * ||s||^2
 (the paper's regulariser, applied through the gradient), and top-layer-only.
 """
-from typing import Callable, List, Optional, Sequence, Tuple
+from typing import Callable, List, Optional, Sequence, Tuple, cast
 
 from thinc.api import Model, registry
 from thinc.types import Floats1d, Floats2d, Floats3d
@@ -81,7 +81,7 @@ def init(model: Model[InT, OutT], X: Optional[InT] = None, Y: Optional[OutT] = N
 def mix_weights(model: Model) -> Tuple[Floats1d, float]:
     """(softmax(s), gamma) as the model currently holds them (top-layer-only respected)."""
     s = model.get_param("s")
-    weights = model.ops.softmax(s)
+    weights = cast(Floats1d, model.ops.softmax(s))
     if model.attrs["top_layer_only"]:
         weights = model.ops.alloc1f(s.shape[0])
         weights[-1] = 1.0
@@ -118,7 +118,7 @@ def forward(model: Model[InT, OutT], Xs: InT, is_train: bool) -> Tuple[OutT, Cal
             if not keep.any():
                 keep[ops.xp.random.randint(n_layers)] = True
             logits = ops.xp.where(keep, s, -1e9).astype(s.dtype)
-        weights = ops.softmax(logits)
+        weights = cast(Floats1d, ops.softmax(logits))
     if model.attrs["layer_norm"]:
         normed, norm_backprop = _layer_norm(ops, X)
     else:
@@ -158,7 +158,7 @@ def _split(ops, array, lengths: List[int], axis: int = 0) -> list:
     return out
 
 
-def _layer_norm(ops, X: Floats3d, eps: float = 1e-12):
+def _layer_norm(ops, X, eps: float = 1e-12):
     """Normalise every token vector of every layer to zero mean, unit variance."""
     mean = X.mean(axis=-1, keepdims=True)
     centered = X - mean

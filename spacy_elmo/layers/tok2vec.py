@@ -56,7 +56,7 @@ def ElmoTok2Vec(
     layers = [features, with_array(Maxout(nO=width, nP=maxout_pieces, dropout=dropout, normalize=True))]
     if encode is not None:
         layers.append(encode)
-    model = chain(*layers)
+    model: Model[List, List[Floats2d]] = chain(*layers)
     model.set_dim("nO", width)
     model.set_ref("elmo", elmo)
     if embed is not None:

@@ -1,5 +1,14 @@
 """The `elmo` spaCy component and its Doc/Span/Token extensions."""
 from .component import Elmo, ElmoNotReady, make_elmo
-from .extensions import get_doc_layers, register_extensions, set_doc_layers, set_vector_hooks
+from .extensions import ExtensionConflict, get_doc_layers, register_extensions, set_doc_layers, set_vector_hooks
 
-__all__ = ["Elmo", "ElmoNotReady", "make_elmo", "get_doc_layers", "register_extensions", "set_doc_layers", "set_vector_hooks"]
+__all__ = [
+    "Elmo",
+    "ElmoNotReady",
+    "ExtensionConflict",
+    "make_elmo",
+    "get_doc_layers",
+    "register_extensions",
+    "set_doc_layers",
+    "set_vector_hooks",
+]

@@ -6,11 +6,16 @@
 It runs the biLM over the docs (per sentence, or per window where a doc has no
 sentence boundaries), stores every layer on the doc (`doc._.elmo`), and feeds
 downstream components through `spacy-elmo.ElmoListener.v1` listeners, each
-with its own learned mix of the layers.
+with its own learned mix of the layers. Weights come from a registered loader
+at `initialize` (`[initialize.components.elmo] loader`), else from `weights`
+or the embedded model on first use.
 """
+import multiprocessing
 import os
+import warnings
+from functools import partial
 from itertools import islice
-from typing import Callable, Dict, Iterable, List, Optional, Sequence
+from typing import Any, Callable, Dict, Iterable, List, Optional, Sequence
 
 import numpy
 from spacy.language import Language
@@ -20,26 +25,35 @@ from spacy.training import Example, validate_examples, validate_get_examples
 from spacy.vocab import Vocab
 from thinc.api import Config, Model, Optimizer, set_dropout_rate
 
-from ..layers.bilm_model import get_bilm, set_bilm
+from ..layers.bilm_model import ElmoNotReady, check_ready, drop_bilm, get_bilm
 from ..layers.listener import ElmoListenerLayer
 from ..threads import ThreadsSetting, check_threads, cpu_threads
-from .extensions import set_doc_layers, set_doc_mix, set_vector_hooks
+from ..layers.loaders import directory_loader
+from ..layers.standalone import replace_listener, replace_listener_cfg
+from .extensions import register_extensions, set_doc_layers, set_doc_mix, set_vector_hooks
 
 DEFAULT_MODEL_CONFIG = """
 [model]
 @architectures = "spacy-elmo.ElmoBiLM.v1"
 max_window = 64
+max_length = 256
 segmentation = "auto"
 skip_whitespace = true
 batch_tokens = 4096
 token_cache_size = 50000
-doc_cache_tokens = 2000000
+doc_cache_bytes = 1073741824
 mixed_precision = false
 """
 DEFAULT_MODEL = Config().from_str(DEFAULT_MODEL_CONFIG)["model"]
 
+_forked = {"pending": False}
 
-_PARENT_PID = os.getpid()
+
+def _after_fork_in_child() -> None:
+    _forked["pending"] = True
+
+
+os.register_at_fork(after_in_child=_after_fork_in_child)
 
 
 def _single_thread_in_worker() -> None:
@@ -48,16 +62,29 @@ def _single_thread_in_worker() -> None:
     The workers share the machine's cores, and OpenMP's thread pool does not
     survive fork: without this, the first parallel region in a worker can hang.
     """
-    global _PARENT_PID
-    if os.getpid() != _PARENT_PID:
+    if _forked["pending"]:
         import torch
 
         torch.set_num_threads(1)
-        _PARENT_PID = os.getpid()
+        _forked["pending"] = False
 
 
-class ElmoNotReady(ValueError):
-    """The component cannot produce meaningful layers yet."""
+_HOOKS_WARNED = {"done": False}
+
+
+def _warn_hooks_in_worker() -> None:
+    """Vector hooks are functions: they do not travel back from a worker process."""
+    if _HOOKS_WARNED["done"] or multiprocessing.parent_process() is None:
+        return
+    _HOOKS_WARNED["done"] = True
+    warnings.warn(
+        "elmo: set_vector_hooks in a worker process (nlp.pipe with n_process > 1): spaCy sends docs back "
+        "with Doc.to_bytes, which drops user hooks, so doc.vector and .similarity will not use ELMo in the "
+        "parent. Call spacy_elmo.pipeline.set_vector_hooks(doc) on each doc you receive "
+        "(the layers come back with store_layers = true).",
+        UserWarning,
+        stacklevel=2,
+    )
 
 
 @Language.factory(
@@ -90,11 +117,11 @@ def make_elmo(
     """Create the component.
 
     weights: a directory in the published (options.json + weights.hdf5) or
-        native format; null: the package's embedded English biLM, unless the
-        model config gives explicit sizes. Loaded on first use; a pipeline
-        saved to disk carries its own copy.
-    frozen: keep the biLM fixed (the paper's setting); false fine-tunes it
-        through the listeners' gradients.
+        native format, read on first use unless a loader filled the model at
+        initialize; null: the package's embedded English biLM. A pipeline saved
+        to disk carries its own copy.
+    frozen: predict only: the biLM is fixed and computes no gradients (the
+        paper's setting); false fine-tunes it through the listeners' gradients.
     store_layers: keep doc._.elmo in doc.user_data (serialized with the doc).
     mix, gamma: the layer weights (before normalisation) and scale of
         *._.elmo_vector; uniform and 1.0 by default.
@@ -133,11 +160,12 @@ class Elmo(TrainablePipe):
         set_vector_hooks: bool = False,
         threads: ThreadsSetting = "auto",
     ) -> None:
+        register_extensions()
         self.vocab = vocab
         self.model = model
         self.name = name
-        self.listener_map: Dict[str, List[Model]] = {}
-        self.cfg = {
+        self.listener_map: Dict[str, List[ElmoListenerLayer]] = {}
+        self.cfg: Dict[str, Any] = {
             "weights": str(weights) if weights is not None else None,
             "frozen": bool(frozen),
             "store_layers": bool(store_layers),
@@ -149,14 +177,15 @@ class Elmo(TrainablePipe):
         if weights is not None:
             model.attrs["weights"] = str(weights)
             if model.attrs.get("fresh"):
-                # explicit weights win over sizes in the model block: load them on first use
-                model.shims[0]._model = None
-                model.attrs["fresh"] = False
+                drop_bilm(model)  # explicit weights win over sizes in the model block: loaded on first use
         model.attrs["frozen"] = bool(frozen)
+        # what spaCy's replace_listeners looks for (see layers/standalone.py)
+        model.attrs["replace_listener"] = replace_listener
+        model.attrs["replace_listener_cfg"] = partial(replace_listener_cfg, frozen=bool(frozen))
 
     # -- listeners ----------------------------------------------------------------
     @property
-    def listeners(self) -> List[Model]:
+    def listeners(self) -> List[ElmoListenerLayer]:
         return [m for c in self.listening_components for m in self.listener_map[c]]
 
     @property
@@ -191,17 +220,20 @@ class Elmo(TrainablePipe):
         return self.cfg["frozen"]
 
     @property
+    def is_trainable(self) -> bool:
+        """False while frozen: spaCy then neither applies the optimizer nor logs a loss for it.
+
+        `nlp.update` still calls `update`, which feeds the listeners.
+        """
+        return not self.frozen
+
+    @property
     def bilm(self):
         """The torch BiLM (loaded on first access)."""
         return get_bilm(self.model)
 
     def _check_ready(self) -> None:
-        if self.model.attrs.get("fresh") and self.frozen:
-            raise ElmoNotReady(
-                f"'{self.name}': the biLM was built from explicit sizes with random weights and frozen = true, "
-                "so its layers would be noise. Give it weights (the component's 'weights' setting, or "
-                f"[initialize.components.{self.name}] weights = PATH), or set frozen = false to train it."
-            )
+        check_ready(self.model, self.name)
 
     def _mix(self, n_layers: int) -> numpy.ndarray:
         mix = self.cfg["mix"]
@@ -225,6 +257,8 @@ class Elmo(TrainablePipe):
 
     def set_annotations(self, docs: Sequence[Doc], layers: Sequence[numpy.ndarray]) -> None:
         store = self.cfg["store_layers"]
+        if self.cfg["set_vector_hooks"]:
+            _warn_hooks_in_worker()
         for doc, doc_layers in zip(docs, layers):
             doc_layers = self.model.ops.to_numpy(doc_layers).astype(numpy.float32, copy=False)
             set_doc_layers(doc, doc_layers, store=store)
@@ -243,18 +277,26 @@ class Elmo(TrainablePipe):
     ) -> Dict[str, float]:
         """Compute the layers once for the batch and hand them to every listener.
 
-        Frozen: the layers of a doc are reused across epochs and no gradient
-        reaches the biLM. Fine-tuning: the listeners' gradients are summed and
-        backpropagated into the biLM, then the optimizer updates it.
+        Frozen: prediction only (the layers of a doc are reused across
+        epochs); no gradient, no loss. Fine-tuning: the listeners' gradients
+        are summed and backpropagated into the biLM, then the optimizer
+        updates it; losses[name] is the summed squared gradient, as for
+        spaCy's tok2vec.
         """
         if losses is None:
             losses = {}
         validate_examples(examples, "Elmo.update")
         self._check_ready()
         docs = [eg.predicted for eg in examples]
-        losses.setdefault(self.name, 0.0)
         if not docs or not self.listeners:
             return losses
+        batch_id = ElmoListenerLayer.get_batch_id(docs)
+        if self.frozen:
+            layers, _ = self.model.begin_update(docs)  # frozen: no autograd, the per-doc cache
+            for listener in self.listeners:
+                listener.receive(batch_id, layers, _discard_gradient)
+            return losses
+        losses.setdefault(self.name, 0.0)
         set_dropout_rate(self.model, drop)
         layers, bp_layers = self.model.begin_update(docs)
         d_layers = [self.model.ops.alloc3f(*x.shape) for x in layers]
@@ -268,11 +310,10 @@ class Elmo(TrainablePipe):
         def backprop(one_d_layers):
             accumulate_gradient(one_d_layers)
             d_docs = bp_layers(d_layers)
-            if sgd is not None and not self.frozen:
+            if sgd is not None:
                 self.finish_update(sgd)
             return d_docs
 
-        batch_id = ElmoListenerLayer.get_batch_id(docs)
         for listener in self.listeners[:-1]:
             listener.receive(batch_id, layers, accumulate_gradient)
         self.listeners[-1].receive(batch_id, layers, backprop)
@@ -292,15 +333,25 @@ class Elmo(TrainablePipe):
         get_examples: Callable[[], Iterable[Example]],
         *,
         nlp: Optional[Language] = None,
+        loader: Optional[Callable[..., Model]] = None,
         weights: Optional[str] = None,
     ) -> None:
-        """Load weights if given ([initialize.components.elmo] weights = PATH) and check the setup."""
-        validate_get_examples(get_examples, "Elmo.initialize")
-        if weights is not None:
-            from ..io import load_bilm
+        """Fill the biLM, check the setup and connect the listeners.
 
-            set_bilm(self.model, load_bilm(weights))
+        loader: a registered loader ([initialize.components.elmo.loader],
+            e.g. spacy-elmo.PublishedLoader.v1) that fills the model's weights.
+        weights: a directory in either format (shorthand for the matching loader).
+        Without either, the biLM comes from the component's `weights` setting
+        or the embedded model.
+        """
+        validate_get_examples(get_examples, "Elmo.initialize")
+        if loader is not None and weights is not None:
+            raise ValueError(f"[initialize.components.{self.name}]: give a loader or weights, not both")
+        if weights is not None:
+            loader = directory_loader(weights)
             self.cfg["weights"] = str(weights)
+        if loader is not None:
+            loader(self.model)
         self._check_ready()
         docs = [eg.predicted for eg in islice(get_examples(), 10)]
         self.model.initialize(X=docs)
@@ -320,6 +371,11 @@ class Elmo(TrainablePipe):
 
     def __repr__(self) -> str:
         return f"<Elmo '{self.name}' frozen={self.frozen} weights={self.cfg['weights'] or 'default'}>"
+
+
+def _discard_gradient(d_layers) -> list:
+    """The frozen biLM's callback for its listeners: there is nothing to train."""
+    return []
 
 
 __all__ = ["Elmo", "make_elmo", "ElmoNotReady", "DEFAULT_MODEL_CONFIG"]

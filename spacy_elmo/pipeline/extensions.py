@@ -12,7 +12,7 @@ store_user_data=True)` keep them; a component with `store_layers = false`
 keeps them outside user_data instead, and serialization drops them.
 """
 import weakref
-from typing import Optional, Tuple
+from typing import Any, Dict, List, Optional, Tuple, cast
 
 import numpy
 from spacy.tokens import Doc, Span, Token
@@ -23,8 +23,13 @@ MIX_KEY = ("._.", "elmo_mix", None, None)
 _TRANSIENT: "weakref.WeakKeyDictionary[Doc, numpy.ndarray]" = weakref.WeakKeyDictionary()
 
 
+def _user_data(doc: Doc) -> Dict[Any, Any]:
+    """doc.user_data, typed as what it is: keys are spaCy's extension tuples too."""
+    return cast(Dict[Any, Any], doc.user_data)
+
+
 def get_doc_layers(doc: Doc) -> Optional[numpy.ndarray]:
-    layers = doc.user_data.get(LAYERS_KEY)
+    layers = _user_data(doc).get(LAYERS_KEY)
     if layers is None:
         layers = _TRANSIENT.get(doc)
     return layers
@@ -32,24 +37,24 @@ def get_doc_layers(doc: Doc) -> Optional[numpy.ndarray]:
 
 def set_doc_layers(doc: Doc, layers: Optional[numpy.ndarray], store: bool = True) -> None:
     """Attach layers; with store=False they are not serialized with the doc."""
-    doc.user_data.pop(LAYERS_KEY, None)
+    _user_data(doc).pop(LAYERS_KEY, None)
     _TRANSIENT.pop(doc, None)
     if layers is None:
         return
     if layers.ndim != 3 or layers.shape[1] != len(doc):
         raise ValueError(f"doc._.elmo must have shape (L+1, {len(doc)}, width), got {layers.shape}")
     if store:
-        doc.user_data[LAYERS_KEY] = layers
+        _user_data(doc)[LAYERS_KEY] = layers
     else:
         _TRANSIENT[doc] = layers
 
 
 def set_doc_mix(doc: Doc, weights: numpy.ndarray, gamma: float) -> None:
-    doc.user_data[MIX_KEY] = [float(w) for w in weights] + [float(gamma)]
+    _user_data(doc)[MIX_KEY] = [float(w) for w in weights] + [float(gamma)]
 
 
 def get_doc_mix(doc: Doc, n_layers: int) -> Tuple[numpy.ndarray, float]:
-    stored = doc.user_data.get(MIX_KEY)
+    stored = _user_data(doc).get(MIX_KEY)
     if stored is None or len(stored) != n_layers + 1:
         return numpy.full(n_layers, 1.0 / n_layers, dtype=numpy.float32), 1.0
     return numpy.asarray(stored[:-1], dtype=numpy.float32), float(stored[-1])
@@ -92,16 +97,63 @@ def _token_vector(token: Token) -> Optional[numpy.ndarray]:
     return (gamma * numpy.tensordot(weights, layers[:, token.i], axes=(0, 0))).astype(numpy.float32)
 
 
-def register_extensions() -> None:
-    """Declare the extensions (idempotent: existing ones are replaced with ours)."""
-    Doc.set_extension("elmo", getter=get_doc_layers, setter=set_doc_layers, force=True)
-    Doc.set_extension("elmo_vector", getter=lambda doc: _mean_vector(doc, 0, len(doc)), force=True)
-    Span.set_extension("elmo", getter=_span_layers, force=True)
-    Span.set_extension(
-        "elmo_vector", getter=lambda span: _mean_vector(span.doc, span.start, span.end), force=True
-    )
-    Token.set_extension("elmo", getter=_token_layers, force=True)
-    Token.set_extension("elmo_vector", getter=_token_vector, force=True)
+class ExtensionConflict(ValueError):
+    """Another package registered an extension attribute of the same name."""
+
+
+def _extensions() -> List[Tuple[type, str, Dict[str, Any]]]:
+    return [
+        (Doc, "elmo", {"getter": get_doc_layers, "setter": set_doc_layers}),
+        (Doc, "elmo_vector", {"getter": _doc_vector}),
+        (Span, "elmo", {"getter": _span_layers}),
+        (Span, "elmo_vector", {"getter": _span_vector}),
+        (Token, "elmo", {"getter": _token_layers}),
+        (Token, "elmo_vector", {"getter": _token_vector}),
+    ]
+
+
+def _owner(cls: type, name: str) -> Optional[str]:
+    """The module whose functions implement an existing extension (None: a plain default)."""
+    default, method, getter, setter = cls.get_extension(name)  # type: ignore[attr-defined]
+    for func in (getter, method, setter):
+        if func is not None:
+            return getattr(func, "__module__", None) or repr(func)
+    return None
+
+
+def register_extensions(strict: bool = True) -> List[str]:
+    """Declare the six extension attributes, never replacing another package's.
+
+    An attribute of the same name that this module did not define is left
+    alone; with `strict` (as the component does when it is created) that is
+    an `ExtensionConflict` naming it and its owner, else (on import) it is
+    returned in the list of conflicts. Ours are (re)declared, so a reloaded
+    module replaces its own older functions.
+    """
+    conflicts = []
+    for cls, name, funcs in _extensions():
+        if cls.has_extension(name):  # type: ignore[attr-defined]
+            owner = _owner(cls, name)
+            if owner != __name__:
+                conflicts.append(f"{cls.__name__}._.{name} (registered by {owner or 'a default value'})")
+                continue
+            cls.remove_extension(name)  # type: ignore[attr-defined]  # ours: replaced by the current functions
+        cls.set_extension(name, **funcs)  # type: ignore[attr-defined]
+    if conflicts and strict:
+        raise ExtensionConflict(
+            "spacy-elmo cannot register its extension attributes because another package already "
+            f"uses these names: {', '.join(conflicts)}. Remove them first (e.g. Doc.remove_extension('elmo')) "
+            "or do not use both packages in one process."
+        )
+    return conflicts
+
+
+def _doc_vector(doc: Doc) -> Optional[numpy.ndarray]:
+    return _mean_vector(doc, 0, len(doc))
+
+
+def _span_vector(span: Span) -> Optional[numpy.ndarray]:
+    return _mean_vector(span.doc, span.start, span.end)
 
 
 def set_vector_hooks(doc: Doc) -> None:
@@ -129,7 +181,7 @@ def _cosine(a: Optional[numpy.ndarray], b: Optional[numpy.ndarray]) -> float:
     return float(numpy.dot(a, b) / norm) if norm > 0 else 0.0
 
 
-register_extensions()
+register_extensions(strict=False)
 
 __all__ = [
     "register_extensions",
@@ -139,4 +191,5 @@ __all__ = [
     "get_doc_mix",
     "set_vector_hooks",
     "LAYERS_KEY",
+    "ExtensionConflict",
 ]

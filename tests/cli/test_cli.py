@@ -51,6 +51,19 @@ def test_embed_convert_info(allennlp_dir, tmp_path):
     assert result.exit_code == 0 and "compiled_cell_kernel" in result.output
 
 
+def test_info_names_the_cpu(tmp_path):
+    from spacy_elmo.cli.info import cpu_name
+
+    result = runner.invoke(app, ["info", "--json"])
+    machine = json.loads(result.output)["machine"]
+    assert machine["cpu"] == cpu_name() and machine["cpu"] not in ("", "unknown")
+    assert machine["cpu_cores"] >= 1 and "cuda_device" in machine
+    cpuinfo = tmp_path / "cpuinfo"
+    cpuinfo.write_text("processor\t: 0\nvendor_id\t: GenuineIntel\nmodel name\t: Some CPU @ 2.00GHz\n")
+    assert cpu_name(cpuinfo) == "Some CPU @ 2.00GHz"
+    assert cpu_name(tmp_path / "missing")  # falls back to what platform knows
+
+
 def test_clear_errors_without_tracebacks(allennlp_dir, tmp_path):
     text = tmp_path / "in.txt"
     text.write_text("x\n")

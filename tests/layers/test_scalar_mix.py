@@ -99,7 +99,8 @@ def test_l2_penalty_adds_to_the_gradient():
         model.initialize(X=Xs)
         Ys, backprop = model(Xs, is_train=True)
         backprop([numpy.ones_like(y) for y in Ys])
-    numpy.testing.assert_allclose(penalised.get_grad("s") - plain.get_grad("s"), 2 * 0.5 * numpy.array([0.2, 0.0, -0.4]), rtol=1e-5)
+    expected = 2 * 0.5 * numpy.array([0.2, 0.0, -0.4])
+    numpy.testing.assert_allclose(penalised.get_grad("s") - plain.get_grad("s"), expected, rtol=1e-5)
 
 
 def test_empty_batch_and_empty_docs():

@@ -24,15 +24,6 @@ def test_doc_layers_equal_the_biLM(nlp_elmo, allennlp_dir):
     assert space and not doc._.elmo[:, space].any()
 
 
-def test_sentences_are_read_separately(nlp_elmo, allennlp_dir):
-    words = ["First", "one", ".", "Second", "one", "here", "."]
-    doc = Doc(nlp_elmo.vocab, words=words, sent_starts=[True, False, False, True, False, False, False])
-    doc = nlp_elmo(doc)
-    bilm = load_bilm(allennlp_dir)
-    a, b = bilm.embed([words[:3], words[3:]])
-    numpy.testing.assert_allclose(doc._.elmo, numpy.concatenate([a, b], axis=1), atol=1e-5)
-
-
 def test_views_and_mixed_vectors(allennlp_dir):
     nlp = spacy.blank("en")
     nlp.add_pipe("elmo", config={"weights": str(allennlp_dir), "mix": [0.0, 1.0, 2.0], "gamma": 0.5})
@@ -65,16 +56,6 @@ def test_empty_one_token_and_long_docs(nlp_elmo):
     assert long_doc._.elmo.shape == (3, 20_000, 32)
     assert numpy.isfinite(long_doc._.elmo).all()
     assert (numpy.abs(long_doc._.elmo).sum(axis=(0, 2)) > 0).all()  # nothing dropped
-
-
-def test_windows_cut_at_sentence_ends(nlp_elmo):
-    from spacy_elmo.layers.segments import split_window
-
-    texts = ["a"] * 40 + ["."] + ["b"] * 40
-    windows = split_window(list(range(81)), texts, 64)
-    assert [len(w) for w in windows] == [41, 40]
-    windows = split_window(list(range(150)), ["x"] * 150, 64)
-    assert [len(w) for w in windows] == [64, 64, 22]
 
 
 def test_vector_hooks(allennlp_dir):

@@ -70,12 +70,3 @@ def test_store_layers_false_drops_them_from_serialization(allennlp_dir):
     assert doc._.elmo.shape == (3, 4, 32)
     restored = Doc(nlp.vocab).from_bytes(doc.to_bytes())
     assert restored._.elmo is None and restored._.elmo_vector is None
-
-
-def test_n_process_2_equals_one_process(nlp_elmo):
-    texts = [f"Sentence number {i} is here ." for i in range(12)] + ["", "x"]
-    one = [d._.elmo for d in nlp_elmo.pipe(texts)]
-    two = [d._.elmo for d in nlp_elmo.pipe(texts, n_process=2, batch_size=4)]
-    assert len(one) == len(two)
-    for a, b in zip(one, two):
-        numpy.testing.assert_allclose(a, b, atol=1e-6)

@@ -1,4 +1,5 @@
 """Training through listeners: tagger, parser and ner each learn with their own mix."""
+import json
 import random
 import subprocess
 import sys
@@ -89,7 +90,8 @@ include_static_vectors = false
 def _examples(nlp, ewt_dir, data_dir, n_sents=4, limit=160):
     """EWT dev sentences with gold tags, heads and (UNER) entities, aligned sentence by sentence."""
     ud = ud_docs(ewt_dir / "en_ewt-ud-dev.conllu.gz", n_sents=1, limit=limit)
-    ner = {tuple(t.text for t in d): d for d in uner_docs(data_dir / "uner_en_ewt" / "en_ewt-ud-dev.iob2.gz", n_sents=1)}
+    ner_docs = uner_docs(data_dir / "uner_en_ewt" / "en_ewt-ud-dev.iob2.gz", n_sents=1)
+    ner = {tuple(t.text for t in d): d for d in ner_docs}
     pairs = [(d, ner[tuple(t.text for t in d)]) for d in ud if tuple(t.text for t in d) in ner]
     examples = []
     for start in range(0, len(pairs), n_sents):
@@ -127,13 +129,8 @@ def _train(allennlp_dir, ewt_dir, data_dir, frozen=True, epochs=10):
     return nlp, examples, history
 
 
-def _bilm_bytes(nlp):
-    return {k: v.detach().clone() for k, v in nlp.get_pipe("elmo").bilm.state_dict().items()}
-
-
 @pytest.fixture(scope="module")
 def trained(allennlp_dir, ewt_dir, data_dir):
-    nlp = spacy.blank("en")
     return _train(allennlp_dir, ewt_dir, data_dir)
 
 
@@ -154,7 +151,6 @@ def test_each_task_has_its_own_mix(trained):
     nlp = trained[0]
     mixes = {}
     for name in ("tagger", "parser", "ner"):
-        node = nlp.get_pipe(name).model.get_ref("tok2vec") if False else None
         for node in nlp.get_pipe(name).model.walk():
             if node.name == "scalar-mix":
                 mixes[name] = mix_weights(node)
@@ -165,28 +161,6 @@ def test_each_task_has_its_own_mix(trained):
     assert not numpy.allclose(weights["tagger"], weights["parser"], atol=1e-4)
     assert not numpy.allclose(weights["tagger"], weights["ner"], atol=1e-4)
     assert len({round(g, 6) for _, g in mixes.values()}) == 3
-
-
-def test_frozen_biLM_is_unchanged_and_fine_tuning_changes_it(allennlp_dir, ewt_dir, data_dir):
-    from spacy_elmo.io import load_bilm
-
-    original = load_bilm(allennlp_dir).state_dict()
-    nlp, _, _ = _train(allennlp_dir, ewt_dir, data_dir, frozen=True, epochs=1)
-    for name, value in _bilm_bytes(nlp).items():
-        assert value.numpy().tobytes() == original[name].numpy().tobytes(), name
-    tuned, _, history = _train(allennlp_dir, ewt_dir, data_dir, frozen=False, epochs=1)
-    changed = [n for n, v in _bilm_bytes(tuned).items() if not numpy.array_equal(v.numpy(), original[n].numpy())]
-    assert len(changed) >= len(original) - 1  # every trained tensor moved (row 0 of char_embed may not)
-    assert history[0]["elmo"] > 0
-
-
-def test_listener_without_upstream_is_a_clear_error():
-    nlp = spacy.blank("en")
-    nlp.add_pipe("tagger", config={"model": {"@architectures": "spacy.Tagger.v2",
-                                             "tok2vec": {"@architectures": "spacy-elmo.ElmoListener.v1"}}})
-    examples = [Example.from_dict(nlp.make_doc("a b"), {"tags": ["X", "Y"]})]
-    with pytest.raises(ValueError, match="not linked to an elmo component"):
-        nlp.initialize(lambda: examples)
 
 
 def test_listener_only_config_with_defaults(allennlp_dir):
@@ -203,14 +177,6 @@ def test_listener_only_config_with_defaults(allennlp_dir):
     assert [t.tag_ for t in doc] and doc._.elmo.shape == (3, 3, 32)
 
 
-def test_encoder_width_mismatch_is_refused():
-    from spacy_elmo.layers import ElmoListener, ElmoTok2Vec
-    from spacy.ml.models.tok2vec import MaxoutWindowEncoder
-
-    with pytest.raises(ValueError, match="encoder's width"):
-        ElmoTok2Vec(ElmoListener(), width=64, encode=MaxoutWindowEncoder(width=96, window_size=1, maxout_pieces=3, depth=1))
-
-
 def test_spacy_train_cli_end_to_end(allennlp_dir, ewt_dir, tmp_path):
     """`spacy train` with the shipped config on a small real EWT sample."""
     docs = ud_docs(ewt_dir / "en_ewt-ud-train.conllu.gz", n_sents=5, limit=100)
@@ -219,7 +185,9 @@ def test_spacy_train_cli_end_to_end(allennlp_dir, ewt_dir, tmp_path):
     out = subprocess.run(
         [sys.executable, "-m", "spacy", "train", str(CONFIGS / "ewt_elmo.cfg"), "--output", str(tmp_path / "model"),
          "--paths.train", str(tmp_path / "train.spacy"), "--paths.dev", str(tmp_path / "dev.spacy"),
-         "--paths.elmo_weights", str(allennlp_dir), "--training.max_steps", "12", "--training.eval_frequency", "6"],
+         "--initialize.components.elmo.loader",
+         json.dumps({"@model_loaders": "spacy-elmo.PublishedLoader.v1", "path": str(allennlp_dir)}),
+         "--training.max_steps", "12", "--training.eval_frequency", "6"],
         capture_output=True, text=True, timeout=900,
     )
     assert out.returncode == 0, out.stderr[-3000:] + out.stdout[-3000:]

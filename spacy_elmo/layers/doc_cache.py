@@ -1,0 +1,64 @@
+"""The layers of docs already seen in training, kept while the biLM is frozen.
+
+A frozen biLM gives a doc the same layers in every epoch, so the component
+computes them once and reuses them. The cache is keyed on the biLM's input
+(the doc's words and their grouping into segments) and bounded in bytes:
+a doc's layers take (L+1) * n_tokens * width * 4 bytes, which for the
+published 1024-wide model is 12 kB per token.
+"""
+from collections import OrderedDict
+from typing import Optional
+
+import numpy
+
+DEFAULT_MAX_BYTES = 1 << 30  # 1 GiB
+
+
+class DocCache:
+    """Least-recently-used store of per-doc layer arrays, at most `max_bytes` in total (0: off)."""
+
+    def __init__(self, max_bytes: int = DEFAULT_MAX_BYTES) -> None:
+        if max_bytes < 0:
+            raise ValueError(f"doc cache size must be >= 0 bytes, got {max_bytes}")
+        self.max_bytes = int(max_bytes)
+        self._data: "OrderedDict[tuple, numpy.ndarray]" = OrderedDict()
+        self._bytes = 0
+
+    @property
+    def enabled(self) -> bool:
+        return self.max_bytes > 0
+
+    @property
+    def nbytes(self) -> int:
+        """Bytes held now."""
+        return self._bytes
+
+    def get(self, key: tuple) -> Optional[numpy.ndarray]:
+        value = self._data.get(key)
+        if value is not None:
+            self._data.move_to_end(key)
+        return value
+
+    def put(self, key: tuple, value: numpy.ndarray) -> None:
+        """Keep `value` (not a copy); an array larger than the whole budget is not kept."""
+        if key in self._data or value.nbytes > self.max_bytes:
+            return
+        self._data[key] = value
+        self._bytes += value.nbytes
+        while self._bytes > self.max_bytes:
+            _, old = self._data.popitem(last=False)
+            self._bytes -= old.nbytes
+
+    def clear(self) -> None:
+        self._data.clear()
+        self._bytes = 0
+
+    def __len__(self) -> int:
+        return len(self._data)
+
+    def __deepcopy__(self, memo) -> "DocCache":
+        # a copied model (e.g. by replace_listeners) starts with an empty cache
+        return DocCache(self.max_bytes)
+
+
+__all__ = ["DocCache", "DEFAULT_MAX_BYTES"]

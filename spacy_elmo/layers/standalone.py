@@ -1,0 +1,74 @@
+"""`spacy-elmo.ElmoStandalone.v1` and what spaCy's `replace_listeners` needs.
+
+`nlp.replace_listeners("elmo", "tagger", ["model.tok2vec"])` gives the
+tagger its own copy of the biLM in place of its listener, so that it no
+longer depends on the `elmo` component (e.g. to freeze it while `elmo` goes
+on training, or to ship it alone). spaCy does two things, both through
+functions the `elmo` model carries in its attrs (as spacy-transformers does):
+
+* in the model, `replace_listener` gives the node that replaces the listener
+  layer: a copy of the biLM model, keeping the component's `frozen` setting;
+  the listener's mix and projection stay where they are;
+* in the config, `replace_listener_cfg` rewrites the listener's block (also
+  one nested inside `spacy-elmo.ElmoTok2Vec.v1`) into an
+  `ElmoStandalone.v1` block that builds the same structure: the biLM, the
+  same mix, the same projection. The saved pipeline therefore loads and tags
+  the same.
+"""
+import copy
+from typing import Any, Dict, List, Optional
+
+from spacy.util import registry
+from thinc.api import Model
+from thinc.types import Floats2d, Floats3d
+
+from .bilm_model import get_bilm
+from .listener import mix_chain
+
+LISTENER = "spacy-elmo.ElmoListener.v1"
+STANDALONE = "spacy-elmo.ElmoStandalone.v1"
+
+
+@registry.architectures(STANDALONE)
+def ElmoStandalone(
+    bilm: Model[List, List[Floats3d]],
+    width: Optional[int] = None,
+    mix: Optional[Model[List[Floats3d], List[Floats2d]]] = None,
+    frozen: bool = True,
+) -> Model[List, List[Floats2d]]:
+    """A component's own biLM and mix: what a listener becomes after `replace_listeners`.
+
+    bilm: a `spacy-elmo.ElmoBiLM.v1` model.
+    width, mix: as for `spacy-elmo.ElmoListener.v1`.
+    frozen: keep the biLM's weights fixed while the owning component trains.
+    """
+    bilm.attrs["frozen"] = frozen
+    return mix_chain(bilm, width, mix, source="ElmoStandalone")
+
+
+def replace_listener(model: Model, listener: Model, component: Any) -> Model:
+    """The node put in the listener's place: `model`, a copy of the component's biLM model."""
+    model.attrs["frozen"] = component.frozen
+    model.attrs["weights"] = component.cfg.get("weights")
+    get_bilm(model)  # a biLM not loaded yet is loaded now, so the copy owns its weights
+    return model
+
+
+def replace_listener_cfg(bilm_cfg: Dict[str, Any], listener_cfg: Dict[str, Any], frozen: bool = True) -> Dict[str, Any]:
+    """The listener's config block, with each listener in it replaced by a standalone block."""
+    if listener_cfg.get("@architectures") == LISTENER:
+        return {
+            "@architectures": STANDALONE,
+            "bilm": copy.deepcopy(dict(bilm_cfg)),
+            "width": listener_cfg.get("width"),
+            "mix": copy.deepcopy(listener_cfg.get("mix")),
+            "frozen": frozen,
+        }
+    result = dict(listener_cfg)
+    for key, value in listener_cfg.items():
+        if isinstance(value, dict):
+            result[key] = replace_listener_cfg(bilm_cfg, value, frozen)
+    return result
+
+
+__all__ = ["ElmoStandalone", "replace_listener", "replace_listener_cfg"]

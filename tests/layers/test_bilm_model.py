@@ -1,0 +1,87 @@
+"""ElmoBiLM: frozen means predict only, fine-tuning goes through thinc's PyTorch wrapper, bounded doc cache."""
+import numpy
+import pytest
+import torch
+from thinc.api import PyTorchShim
+
+from spacy_elmo.layers import ElmoBiLM
+from spacy_elmo.layers.doc_cache import DocCache
+from tests.conftest import tagged_examples, tagger_pipeline
+
+
+def _weights(nlp):
+    return {k: v.detach().clone() for k, v in nlp.get_pipe("elmo").bilm.state_dict().items()}
+
+
+def test_frozen_is_predict_only(allennlp_dir):
+    nlp, examples, optimizer = tagger_pipeline(allennlp_dir, frozen=True)
+    before = _weights(nlp)
+    losses = {}
+    for _ in range(2):
+        nlp.update(examples, sgd=optimizer, losses=losses)
+    assert "elmo" not in losses and losses["tagger"] > 0
+    assert not nlp.get_pipe("elmo").is_trainable  # spaCy's training table has no loss column for it
+    bilm = nlp.get_pipe("elmo").bilm
+    assert all(p.grad is None for p in bilm.parameters()), "a frozen biLM computed gradients"
+    for name, value in _weights(nlp).items():
+        assert torch.equal(value, before[name]), name
+
+
+def test_fine_tuning_goes_through_thinc_pytorch_shim(allennlp_dir, monkeypatch):
+    nlp, examples, optimizer = tagger_pipeline(allennlp_dir, frozen=False)
+    calls = {"begin_update": 0}
+    real = PyTorchShim.begin_update
+
+    def counting(self, inputs):
+        calls["begin_update"] += 1
+        return real(self, inputs)
+
+    monkeypatch.setattr(PyTorchShim, "begin_update", counting)
+    before = _weights(nlp)
+    losses = {}
+    for _ in range(2):  # the tagger's output layer starts at zero: the first gradient into elmo is zero
+        nlp.update(examples, sgd=optimizer, losses=losses)
+    assert calls["begin_update"] == 2  # one forward and one backward per batch
+    assert losses["elmo"] > 0 and nlp.get_pipe("elmo").is_trainable
+    changed = [k for k, v in _weights(nlp).items() if not torch.equal(v, before[k])]
+    assert len(changed) >= len(before) - 1  # every trained tensor moved (row 0 of char_embed may not)
+
+
+def test_fine_tuned_layers_equal_the_frozen_ones_before_the_update(allennlp_dir):
+    """The wrapper path and the inference path compute the same layers (dropout 0 in these weights)."""
+    nlp, examples, _ = tagger_pipeline(allennlp_dir, frozen=False)
+    model = nlp.get_pipe("elmo").model
+    docs = [eg.predicted for eg in examples]
+    trained, backprop = model(docs, is_train=True)
+    predicted = model.predict(docs)
+    for a, b in zip(trained, predicted):
+        numpy.testing.assert_allclose(a, b, atol=1e-5)
+    assert backprop([numpy.ones_like(a) for a in trained]) == []
+
+
+def test_frozen_training_computes_a_doc_once(allennlp_dir, biLM_calls):
+    """Later epochs reuse the layers of docs already seen (fresh Example objects, as spaCy's reader makes)."""
+    nlp, _, optimizer = tagger_pipeline(allennlp_dir, frozen=True)
+    for epoch in range(3):
+        before = biLM_calls["sentences"]
+        nlp.update(tagged_examples(nlp), sgd=optimizer)
+        assert biLM_calls["sentences"] - before == (3 if epoch == 0 else 0), f"epoch {epoch}"
+
+
+def test_doc_cache_is_bounded_in_bytes():
+    assert ElmoBiLM().attrs["doc_cache"].max_bytes == 1 << 30
+    cache = DocCache(max_bytes=10_000)
+    arrays = [numpy.zeros((3, n, 256), dtype="float32") for n in (1, 2, 1)]  # 3, 6 and 3 kB
+    for i, array in enumerate(arrays):
+        cache.put(("doc", i), array)
+    assert cache.nbytes <= 10_000 and cache.get(("doc", 0)) is None and len(cache) == 2
+    cache.put(("big",), numpy.zeros((3, 4, 256), dtype="float32"))  # 12 kB: larger than the budget
+    assert cache.get(("big",)) is None and cache.nbytes <= 10_000
+    assert not DocCache(0).enabled
+    with pytest.raises(ValueError, match=">= 0"):
+        DocCache(-1)
+
+
+def test_doc_cache_setting_reaches_the_model():
+    model = ElmoBiLM(doc_cache_bytes=12345)
+    assert model.attrs["doc_cache"].max_bytes == 12345
