@@ -29,6 +29,7 @@ from thinc.util import torch2xp, xp2torch
 
 from ..bilm.config import BiLMConfig
 from ..bilm.model import BiLM, length_sorted_batches
+from ..bilm.weights_key import weights_key
 from .doc_cache import DEFAULT_MAX_BYTES, DocCache
 from .segments import SEGMENTATIONS, doc_segments, segments_key
 from .shim import ElmoShim
@@ -206,6 +207,9 @@ def predict_layers(model: Model, bilm: BiLM, docs: InT, use_doc_cache: bool = Fa
     n_layers, width = bilm.n_layers, bilm.width
     outputs: List[Optional[numpy.ndarray]] = [None] * len(docs)
     cache: DocCache = model.attrs["doc_cache"]
+    precision = _precision(model, bilm)
+    if use_doc_cache and cache.enabled:
+        cache.bind(weights_key(bilm, precision))
     jobs: List[Tuple[int, List[int]]] = []  # (doc position, token indices)
     sentences: List[List[str]] = []
     keys = {}
@@ -223,7 +227,6 @@ def predict_layers(model: Model, bilm: BiLM, docs: InT, use_doc_cache: bool = Fa
             jobs.append((d, segment))
             sentences.append([doc[i].text for i in segment])
     if sentences:
-        precision = _precision(model, bilm)
         batches = bilm.embed_batches(sentences, batch_tokens=model.attrs["batch_tokens"], precision=precision)
         for positions, arrays in batches:
             for p, array in zip(positions, arrays):

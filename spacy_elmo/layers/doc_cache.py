@@ -2,12 +2,14 @@
 
 A frozen biLM gives a doc the same layers in every epoch, so the component
 computes them once and reuses them. The cache is keyed on the biLM's input
-(the doc's words and their grouping into segments) and bounded in bytes:
+(the doc's words and their grouping into segments), checked against the
+biLM's weights on every use (`bind`: other weights, or the same ones changed
+in place, empty it), and bounded in bytes:
 a doc's layers take (L+1) * n_tokens * width * 4 bytes, which for the
 published 1024-wide model is 12 kB per token.
 """
 from collections import OrderedDict
-from typing import Optional
+from typing import Any, Optional
 
 import numpy
 
@@ -23,6 +25,14 @@ class DocCache:
         self.max_bytes = int(max_bytes)
         self._data: "OrderedDict[tuple, numpy.ndarray]" = OrderedDict()
         self._bytes = 0
+        self._weights: Optional[Any] = None  # the key of the weights the layers came from
+
+    def bind(self, weights: Any) -> None:
+        """Use the cache for layers of these weights (a `WeightsKey`): if they are not
+        the ones its layers came from, forget those layers."""
+        if self._weights is None or self._weights != weights:
+            self.clear()
+            self._weights = weights
 
     @property
     def enabled(self) -> bool:

@@ -155,3 +155,24 @@ def test_weights_key_identity_version_and_context():
     assert key != weights_key(a)  # another tensor
     assert pickle.loads(pickle.dumps(key)) != key and copy.deepcopy(key) != key
     assert WeightsKey([]) == WeightsKey([])
+
+
+def test_doc_cache_of_frozen_training_follows_the_weights(allennlp_dir):
+    """The per-doc layers kept between epochs are dropped when the biLM's weights change."""
+    from spacy.tokens import Doc
+
+    from spacy_elmo.layers.bilm_model import predict_layers
+
+    nlp = spacy.blank("en")
+    nlp.add_pipe("elmo", config={"weights": str(allennlp_dir)})
+    model = nlp.get_pipe("elmo").model
+    bilm = nlp.get_pipe("elmo").bilm
+    docs = [Doc(nlp.vocab, words=s) for s in SENTENCES]
+    before = predict_layers(model, bilm, docs, use_doc_cache=True)
+    assert len(model.attrs["doc_cache"]) == len(docs)
+    with torch.no_grad():
+        bilm.lstm.weight_hh[0].mul_(1.5)  # fine-tuning, or any in-place change
+    after = predict_layers(model, bilm, docs, use_doc_cache=True)
+    expected = predict_layers(model, bilm, docs, use_doc_cache=False)
+    assert max(float(numpy.abs(a - b).max()) for a, b in zip(before, expected)) > 1e-3
+    _assert_same(after, expected)
