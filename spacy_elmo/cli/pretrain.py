@@ -30,7 +30,8 @@ def pretrain_cli(
     Settings not in CONFIG_PATH take their defaults; override any of them on
     the command line, e.g. --paths.train corpus.txt.gz --training.max_steps
     1000. --init-from MODEL continues training an existing native model
-    (e.g. --init-from embedded, the shipped biLM) in a new run. Under torchrun, each process trains on its share of the batches
+    (e.g. --init-from embedded, the shipped biLM) in a new run. Under
+    torchrun, each process trains on its share of the batches
     (DistributedDataParallel). SIGINT/SIGTERM write a checkpoint and stop;
     --resume continues exactly where it left off.
     """
