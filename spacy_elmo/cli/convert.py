@@ -12,6 +12,9 @@ def convert_cli(
     output_dir: Path = typer.Argument(..., help="Directory to write"),
     to: str = typer.Option("native", "--to", "-t", help="Target format: native or published"),
     no_softmax: bool = typer.Option(False, "--no-softmax", help="Native target: leave the softmax out"),
+    float16: bool = typer.Option(
+        False, "--float16", help="Native target: store the weights as float16 (half the size; loaded as float32)"
+    ),
 ) -> None:
     """Convert biLM weights: published options.json + weights.hdf5 <-> native.
 
@@ -29,5 +32,6 @@ def convert_cli(
         return
     head = None if no_softmax else loaded.head
     # the softmax vocabulary only travels with the softmax (word-input models keep theirs)
-    save_native(output_dir, loaded.bilm, loaded.vocab if head is not None else None, head, loaded.metadata)
+    save_native(output_dir, loaded.bilm, loaded.vocab if head is not None else None, head, loaded.metadata,
+                storage_dtype="float16" if float16 else "float32")
     msg.good(f"Wrote native model to {output_dir}")

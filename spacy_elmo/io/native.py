@@ -1,7 +1,8 @@
 """The package's own model format: a directory of JSON + safetensors.
 
     elmo.json            format name and version, the biLM config, what else is present
-    bilm.safetensors     token encoder + LSTM weights (all that embedding needs)
+    bilm.safetensors     token encoder + LSTM weights (all that embedding needs), float32
+                         or float16 (loaded as float32 either way)
     vocab.txt            softmax / word-input vocabulary (optional)
     softmax.safetensors  the LM head (optional; only perplexity and further training need it)
 
@@ -23,6 +24,9 @@ from ..bilm.model import BiLM
 from ..bilm.vocab import Vocabulary
 from .atomic import atomic_path
 from .errors import WeightsError
+
+# how weights may be stored (they are always loaded into float32 modules)
+STORAGE_DTYPES = {"float32": torch.float32, "float16": torch.float16}
 
 FORMAT_NAME = "spacy-elmo"
 FORMAT_VERSION = 1
@@ -57,19 +61,27 @@ def save_native(
     vocab: Optional[Vocabulary] = None,
     head: Optional[SoftmaxHead] = None,
     metadata: Optional[Dict[str, Any]] = None,
+    storage_dtype: str = "float32",
 ) -> Path:
+    """Write the model; `storage_dtype="float16"` halves the files (the weights are
+    read back into float32; the layers of the embedded model then move by up to
+    3e-3, so it ships in float32)."""
     from safetensors.torch import save_file
+
+    if storage_dtype not in STORAGE_DTYPES:
+        raise ValueError(f"storage_dtype must be one of {sorted(STORAGE_DTYPES)}, got {storage_dtype!r}")
+    dtype = STORAGE_DTYPES[storage_dtype]
 
     directory = Path(directory)
     directory.mkdir(parents=True, exist_ok=True)
     if head is not None and vocab is None:
         raise ValueError("a softmax needs its vocabulary")
     vocab = vocab if vocab is not None else bilm.input_vocab
-    _atomic(directory / BILM_FILE, lambda p: save_file(_contiguous(bilm.state_dict()), str(p)))
+    _atomic(directory / BILM_FILE, lambda p: save_file(_contiguous(bilm.state_dict(), dtype), str(p)))
     if vocab is not None:
         _atomic(directory / VOCAB_FILE, lambda p: vocab.to_file(p))
     if head is not None:
-        _atomic(directory / SOFTMAX_FILE, lambda p: save_file(_contiguous(head.state_dict()), str(p)))
+        _atomic(directory / SOFTMAX_FILE, lambda p: save_file(_contiguous(head.state_dict(), dtype), str(p)))
     else:
         (directory / SOFTMAX_FILE).unlink(missing_ok=True)
     checksums = {name: _sha256(directory / name) for name in (BILM_FILE, SOFTMAX_FILE) if (directory / name).exists()}
@@ -194,8 +206,9 @@ def _verify(path: Path, expected: Optional[str]) -> None:
         )
 
 
-def _contiguous(state: Dict[str, torch.Tensor]) -> Dict[str, torch.Tensor]:
-    return {k: v.detach().cpu().contiguous() for k, v in state.items()}
+def _contiguous(state: Dict[str, torch.Tensor], dtype: torch.dtype = torch.float32) -> Dict[str, torch.Tensor]:
+    """CPU tensors to store; floating-point ones in `dtype`."""
+    return {k: v.detach().cpu().to(dtype if v.is_floating_point() else v.dtype).contiguous() for k, v in state.items()}
 
 
 def _atomic(path: Path, write) -> None:

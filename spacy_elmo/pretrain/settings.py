@@ -73,6 +73,9 @@ learning_rate = 0.2
 # constant, linear (decay to 0 at max_steps) or cosine; warmup is linear
 schedule = "constant"
 warmup_steps = 0
+# the first N steps train the softmax alone, the biLM held fixed: for runs that
+# start (init_from) from a model without a softmax
+softmax_warmup_steps = 0
 grad_clip = 10.0
 eval_every = 1000
 checkpoint_every = 200
@@ -151,6 +154,8 @@ def _check_values(config: Config) -> None:
     for key in ("batch_tokens", "batch_size", "unroll_steps", "eval_every", "checkpoint_every"):
         if int(config["training"][key]) < 1:
             raise SettingsError(f"[training] {key} must be >= 1")
+    if int(config["training"]["softmax_warmup_steps"]) < 0:
+        raise SettingsError("[training] softmax_warmup_steps must be >= 0")
     if config["vocab"]["max_size"] < 4:
         raise SettingsError("[vocab] max_size must be >= 4 (three special tokens and a word)")
     if config["training"]["learning_rate"] <= 0:

@@ -221,7 +221,8 @@ class Trainer:
             model = torch.nn.parallel.DistributedDataParallel(
                 self.lm,
                 device_ids=[self.device.index] if self.device.type == "cuda" else None,
-                find_unused_parameters=self.config["softmax"]["kind"] == "adaptive",
+                find_unused_parameters=self.config["softmax"]["kind"] == "adaptive"
+                or training["softmax_warmup_steps"] > 0,
             )
         optimizer = _optimizer(self.config, self.lm.parameters())
         sampler = torch.Generator().manual_seed(self.seed + 7919 * (self.dist.rank + 1))
@@ -345,7 +346,8 @@ class Trainer:
                             group_["lr"] = _learning_rate(self.config, progress_state["step"])
                         optimizer.zero_grad(set_to_none=True)
                         with autocast:
-                            losses, counts, final = model(batch, state=carried, generator=sampler)
+                            train_bilm = progress_state["step"] >= training["softmax_warmup_steps"]
+                            losses, counts, final = model(batch, state=carried, generator=sampler, train_bilm=train_bilm)
                             counts_f = counts.to(losses.device).clamp(min=1).to(losses.dtype)
                             loss = 0.5 * (losses / counts_f).sum()
                         if scaler is not None:

@@ -1,0 +1,231 @@
+"""How good is a biLM? Perplexity, a linear POS probe per layer and a word-sense probe per layer.
+
+    python benchmarks/bench_bilm.py MODEL [MODEL ...] [--sections ppl,linear,sense] [--json OUT]
+
+MODEL: a native model directory (with a softmax for the perplexity), or
+"embedded" for the package's own biLM. For every model, one table row:
+
+* perplexity (forward, backward, mean; exact softmax) on the held-out
+  pretraining text (`../shared/data/pretrain_en/heldout.txt.gz`, tokenized as
+  pretraining does);
+* linear probe (the paper's analysis, section 5.3): a softmax classifier on
+  each frozen layer's token vectors (layers 0, 1, 2, and a learned scalar mix
+  of them), trained on UD English-EWT train, UPOS accuracy on EWT test;
+* word-sense probe: `benchmarks/data/word_senses.tsv` holds ambiguous words
+  with two common senses and five natural sentences per sense, written for
+  this project; each occurrence's vector is given the sense of its nearest
+  other occurrence of the same word by cosine (leave-one-out 1-NN), and the
+  accuracy is reported per layer. Chance is 4/9 (0.44). Layer 0 is context-free:
+  every occurrence of a word has the same vector there, ties go to the first
+  other occurrence, and it scores 0.5 by construction.
+"""
+import argparse
+import json
+import math
+import sys
+import time
+from pathlib import Path
+from typing import Dict, List, Sequence, Tuple
+
+import numpy
+import torch
+
+HERE = Path(__file__).resolve().parent
+sys.path.insert(0, str(HERE))
+from common import DATA, machine, table  # noqa: E402
+
+SENSES = HERE / "data" / "word_senses.tsv"
+EWT = DATA / "ud_en_ewt"
+HELDOUT = DATA / "pretrain_en" / "heldout.txt.gz"
+
+
+# -- data ----------------------------------------------------------------------------------
+def read_senses(path: Path = SENSES) -> List[Tuple[str, str, List[str]]]:
+    """(word, sense, tokens) rows; the word occurs exactly once in its sentence's tokens."""
+    items = []
+    for number, line in enumerate(path.read_text(encoding="utf-8").splitlines(), 1):
+        if not line.strip() or line.startswith("#"):
+            continue
+        word, sense, text = line.split("\t")
+        tokens = text.split()
+        if tokens.count(word) != 1:
+            raise ValueError(f"{path}:{number}: {word!r} must occur exactly once in {text!r}")
+        items.append((word, sense, tokens))
+    return items
+
+
+def read_upos(path: Path, limit: int = 0) -> Tuple[List[List[str]], List[List[str]]]:
+    """Words and UPOS tags of each sentence of a CoNLL-U file (syntactic words)."""
+    from spacy_elmo.corpora import _read_text
+
+    sentences, tags, words, upos = [], [], [], []
+    for line in _read_text(path).splitlines() + [""]:
+        if not line.strip():
+            if words:
+                sentences.append(words)
+                tags.append(upos)
+                words, upos = [], []
+                if limit and len(sentences) >= limit:
+                    break
+            continue
+        columns = line.split("\t")
+        if not line.startswith("#") and columns[0].isdigit():
+            words.append(columns[1])
+            upos.append(columns[3])
+    return sentences, tags
+
+
+def heldout_segments(path: Path = HELDOUT, max_length: int = 64) -> List[List[str]]:
+    """The held-out text tokenized and cut as pretraining (and `spacy_elmo perplexity`) does."""
+    import spacy
+
+    from spacy_elmo.pretrain.corpus import open_text, split_long
+
+    tokenizer = spacy.blank("en").tokenizer
+    segments: List[List[str]] = []
+    with open_text(path) as handle:
+        for doc in tokenizer.pipe(line.strip() for line in handle if line.strip()):
+            segments.extend(split_long([t.text for t in doc if not t.is_space], max_length))
+    return segments
+
+
+# -- probes --------------------------------------------------------------------------------
+def sense_probe(bilm, items: Sequence[Tuple[str, str, List[str]]]) -> List[float]:
+    """Leave-one-out 1-NN sense accuracy by cosine, one figure per output layer."""
+    layers = bilm.embed([tokens for _, _, tokens in items])
+    vectors = numpy.stack([out[:, tokens.index(word)] for (word, _, tokens), out in zip(items, layers)])  # (n, L+1, width)
+    words = numpy.array([word for word, _, _ in items])
+    senses = numpy.array([sense for _, sense, _ in items])
+    scores = []
+    for layer in range(vectors.shape[1]):
+        v = vectors[:, layer]
+        v = v / numpy.maximum(numpy.linalg.norm(v, axis=1, keepdims=True), 1e-12)
+        correct = total = 0
+        for word in sorted(set(words)):
+            rows = numpy.flatnonzero(words == word)
+            similarity = v[rows] @ v[rows].T
+            numpy.fill_diagonal(similarity, -numpy.inf)
+            nearest = rows[similarity.argmax(axis=1)]
+            correct += int((senses[nearest] == senses[rows]).sum())
+            total += len(rows)
+        scores.append(correct / total)
+    return scores
+
+
+def _features(bilm, sentences: List[List[str]]) -> torch.Tensor:
+    """(n_tokens, L+1, width) float32: every layer of every token, sentence by sentence."""
+    return torch.from_numpy(numpy.concatenate([out.transpose(1, 0, 2) for out in bilm.embed(sentences)]))
+
+
+def linear_probe(bilm, train: Tuple[list, list], test: Tuple[list, list], epochs: int = 8, seed: int = 0) -> Dict[str, float]:
+    """UPOS accuracy of a softmax classifier on each frozen layer and on a learned scalar mix."""
+    x_train, x_test = _features(bilm, train[0]), _features(bilm, test[0])
+    labels = sorted({t for sent in train[1] for t in sent})
+    index = {t: i for i, t in enumerate(labels)}
+    y_train = torch.tensor([index[t] for sent in train[1] for t in sent])
+    y_test = torch.tensor([index.get(t, -1) for sent in test[1] for t in sent])
+    n_layers = x_train.shape[1]
+    results = {}
+    for name in [str(layer) for layer in range(n_layers)] + ["mix"]:
+        torch.manual_seed(seed)
+        classifier = torch.nn.Linear(x_train.shape[2], len(labels))
+        mix = torch.nn.Parameter(torch.zeros(n_layers))
+        params = list(classifier.parameters()) + ([mix] if name == "mix" else [])
+        optimizer = torch.optim.Adam(params, lr=3e-3)
+
+        def inputs(x: torch.Tensor) -> torch.Tensor:
+            if name == "mix":
+                return torch.einsum("l,nlw->nw", torch.softmax(mix, 0), x)
+            return x[:, int(name)]
+
+        generator = torch.Generator().manual_seed(seed)
+        for _ in range(epochs):
+            for batch in torch.randperm(len(y_train), generator=generator).split(512):
+                optimizer.zero_grad()
+                torch.nn.functional.cross_entropy(classifier(inputs(x_train[batch])), y_train[batch]).backward()
+                optimizer.step()
+        with torch.no_grad():
+            predicted = classifier(inputs(x_test)).argmax(1)
+        results[name] = float((predicted == y_test).float().mean())
+    return results
+
+
+# -- the table -----------------------------------------------------------------------------
+def _load(model: str):
+    from spacy_elmo.io import load_model
+    from spacy_elmo.resources import default_model_path
+
+    return load_model(default_model_path() if model == "embedded" else model)
+
+
+def _provenance(metadata: dict) -> Tuple[float, float]:
+    """Tokens seen and training hours, summed over the runs a model was continued from."""
+    tokens = hours = 0.0
+    while metadata:
+        tokens += metadata.get("tokens_seen") or 0
+        hours += (metadata.get("training_seconds") or 0) / 3600
+        metadata = metadata.get("continued_from") or {}
+    return tokens, hours
+
+
+def evaluate(model: str, sections: Sequence[str], limit: int = 0) -> dict:
+    loaded = _load(model)
+    bilm = loaded.bilm
+    bilm.eval()
+    tokens, hours = _provenance(loaded.metadata)
+    params = sum(p.numel() for p in bilm.parameters())
+    row: dict = {"model": model, "parameters_m": params / 1e6, "tokens_seen_m": tokens / 1e6, "train_hours": hours}
+    started = time.perf_counter()
+    if "ppl" in sections:
+        if loaded.head is None:
+            row["ppl"] = None
+        else:
+            segments = heldout_segments()
+            row["ppl"] = loaded.language_model().perplexity(segments[:limit] if limit else segments)
+    if "linear" in sections:
+        train = read_upos(EWT / "en_ewt-ud-train.conllu.gz", limit)
+        test = read_upos(EWT / "en_ewt-ud-test.conllu.gz", limit // 4 if limit else 0)
+        row["linear"] = linear_probe(bilm, train, test)
+    if "sense" in sections:
+        row["sense"] = sense_probe(bilm, read_senses())
+    row["eval_seconds"] = time.perf_counter() - started
+    return row
+
+
+def _fmt(value, digits=1) -> str:
+    return "-" if value is None else f"{value:.{digits}f}"
+
+
+def print_table(rows: List[dict]) -> None:
+    header = ["model", "params (M)", "tokens seen (M)", "train h", "ppl fwd", "ppl bwd", "ppl mean",
+              "POS L0", "POS L1", "POS L2", "POS mix", "sense L0", "sense L1", "sense L2"]
+    body = []
+    for r in rows:
+        ppl = r.get("ppl") or {}
+        linear = r.get("linear") or {}
+        sense = r.get("sense") or [None] * 3
+        body.append([r["model"], _fmt(r["parameters_m"], 2), _fmt(r["tokens_seen_m"]), _fmt(r["train_hours"], 2),
+                     _fmt(ppl.get("forward")), _fmt(ppl.get("backward")), _fmt(ppl.get("mean")),
+                     *[_fmt(100 * linear[k], 2) if k in linear else "-" for k in ("0", "1", "2", "mix")],
+                     *[_fmt(s, 3) for s in sense[:3]]])
+    print(table(body, header))
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("models", nargs="+")
+    parser.add_argument("--sections", default="ppl,linear,sense")
+    parser.add_argument("--limit", type=int, default=0, help="sentences of each data set (0: all); for quick checks")
+    parser.add_argument("--json", help="also write the rows here")
+    args = parser.parse_args()
+    print(f"Machine: {machine()}, {torch.get_num_threads()} threads\nCommand: python {' '.join(sys.argv)}\n")
+    rows = [evaluate(m, args.sections.split(","), args.limit) for m in args.models]
+    print_table(rows)
+    print(f"\nSense probe: {len(read_senses())} sentences; chance {4 / 9:.3f}; perplexity tokens: "
+          + ", ".join(str((r.get("ppl") or {}).get("tokens", "-")) for r in rows))
+    if args.json:
+        Path(args.json).write_text(json.dumps(rows, indent=2) + "\n", encoding="utf-8")
+
+
+if __name__ == "__main__":
+    main()
