@@ -4,7 +4,7 @@ import shutil
 
 import pytest
 
-from spacy_elmo.corpora import find_input, ud_docs, uner_docs
+from spacy_elmo.corpora import CorpusError, find_input, ud_docs, uner_docs
 
 
 @pytest.mark.parametrize("name, reader", [("en_ewt-ud-dev.conllu", ud_docs), ("en_ewt-ud-dev.iob2", uner_docs)])
@@ -25,5 +25,5 @@ def test_plain_and_gzipped_files_give_the_same_docs(data_dir, tmp_path, name, re
 
 
 def test_a_missing_file_names_both_candidates(tmp_path):
-    with pytest.raises(FileNotFoundError, match="en_ewt-ud-dev.conllu.gz"):
+    with pytest.raises(CorpusError, match="en_ewt-ud-dev.conllu.gz"):
         find_input(tmp_path / "en_ewt-ud-dev.conllu")
