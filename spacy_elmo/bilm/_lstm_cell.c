@@ -116,6 +116,19 @@ static int kernel_available(void) {
 #endif
 }
 
+/* Sets a RuntimeError and returns 0 where this CPU cannot run the kernels. */
+static int require_kernel(void) {
+    if (kernel_available())
+        return 1;
+    PyErr_SetString(PyExc_RuntimeError, "the LSTM cell kernel needs an x86-64 CPU with AVX2 and FMA");
+    return 0;
+}
+
+/* Threads for a step of rows x hidden: a parallel region costs more than a small step's arithmetic. */
+static inline int team_size(Py_ssize_t rows, Py_ssize_t hidden, int threads) {
+    return (rows * hidden >= 16384 && threads > 1) ? threads : 1;
+}
+
 static PyObject *available(PyObject *self, PyObject *unused) {
     return PyBool_FromLong(kernel_available());
 }
@@ -133,10 +146,8 @@ static PyObject *update(PyObject *self, PyObject *args) {
     int threads;
     if (!PyArg_ParseTuple(args, "KKKnnfiKnK", &gates, &c2, &m, &rows, &hidden, &clip2, &threads, &addend, &addend_rows, &index))
         return NULL;
-    if (!kernel_available()) {
-        PyErr_SetString(PyExc_RuntimeError, "the LSTM cell kernel needs an x86-64 CPU with AVX2 and FMA");
+    if (!require_kernel())
         return NULL;
-    }
     const int64_t *rows_index = (const int64_t *)(uintptr_t)index;
     if (addend) {
         for (Py_ssize_t b = 0; b < rows; b++) {
@@ -151,9 +162,7 @@ static PyObject *update(PyObject *self, PyObject *args) {
     float *c = (float *)(uintptr_t)c2, *out = (float *)(uintptr_t)m;
     Py_BEGIN_ALLOW_THREADS
 #ifdef _OPENMP
-    /* a parallel region costs more than a small step's arithmetic */
-    int team = (rows * hidden >= 16384 && threads > 1) ? threads : 1;
-#pragma omp parallel for schedule(static) num_threads(team)
+#pragma omp parallel for schedule(static) num_threads(team_size(rows, hidden, threads))
 #endif
     for (Py_ssize_t b = 0; b < rows; b++) {
         const float *a = add ? add + rows_index[b] * 4 * hidden : NULL;
@@ -254,17 +263,14 @@ static PyObject *train_forward(PyObject *self, PyObject *args) {
     int threads;
     if (!PyArg_ParseTuple(args, "KKKKKnnfi", &gates, &c, &c_raw, &tc, &m, &rows, &hidden, &clip, &threads))
         return NULL;
-    if (!kernel_available()) {
-        PyErr_SetString(PyExc_RuntimeError, "the LSTM cell kernel needs an x86-64 CPU with AVX2 and FMA");
+    if (!require_kernel())
         return NULL;
-    }
 #ifdef HAVE_X86_KERNEL
     float *G = (float *)(uintptr_t)gates, *C = (float *)(uintptr_t)c, *R = (float *)(uintptr_t)c_raw;
     float *T = (float *)(uintptr_t)tc, *M = (float *)(uintptr_t)m;
     Py_BEGIN_ALLOW_THREADS
 #ifdef _OPENMP
-    int team = (rows * hidden >= 16384 && threads > 1) ? threads : 1;
-#pragma omp parallel for schedule(static) num_threads(team)
+#pragma omp parallel for schedule(static) num_threads(team_size(rows, hidden, threads))
 #endif
     for (Py_ssize_t b = 0; b < rows; b++)
         train_forward_row(G + b * 4 * hidden, C + b * hidden, R + b * hidden, T + b * hidden, M + b * hidden, hidden, clip);
@@ -284,10 +290,8 @@ static PyObject *train_backward(PyObject *self, PyObject *args) {
     int threads;
     if (!PyArg_ParseTuple(args, "KKKKKKKnnffi", &gates, &d_gates, &dm, &dc, &c_raw, &tc, &c_prev, &rows, &hidden, &clip, &prev_clip, &threads))
         return NULL;
-    if (!kernel_available()) {
-        PyErr_SetString(PyExc_RuntimeError, "the LSTM cell kernel needs an x86-64 CPU with AVX2 and FMA");
+    if (!require_kernel())
         return NULL;
-    }
 #ifdef HAVE_X86_KERNEL
     const float *G = (const float *)(uintptr_t)gates;
     float *DG = (float *)(uintptr_t)d_gates, *DC = (float *)(uintptr_t)dc;
@@ -295,8 +299,7 @@ static PyObject *train_backward(PyObject *self, PyObject *args) {
     const float *T = (const float *)(uintptr_t)tc, *P = (const float *)(uintptr_t)c_prev;
     Py_BEGIN_ALLOW_THREADS
 #ifdef _OPENMP
-    int team = (rows * hidden >= 16384 && threads > 1) ? threads : 1;
-#pragma omp parallel for schedule(static) num_threads(team)
+#pragma omp parallel for schedule(static) num_threads(team_size(rows, hidden, threads))
 #endif
     for (Py_ssize_t b = 0; b < rows; b++)
         train_backward_row(G + b * 4 * hidden, DG + b * 4 * hidden, DM + b * hidden, DC + b * hidden, R + b * hidden, T + b * hidden, P + b * hidden, hidden, clip, prev_clip);
