@@ -7,7 +7,7 @@ import typer
 from tqdm import tqdm
 from wasabi import msg
 
-from ..bilm.model import EMBED_BATCH_SENTENCES, EMBED_BATCH_TOKENS
+from ..bilm.embedding import EMBED_BATCH_SENTENCES, EMBED_BATCH_TOKENS
 from ._util import fail, load_weights_or_fail, pick_device
 
 

@@ -23,7 +23,8 @@ from typing import Callable, Dict, Iterator, List, Optional, Sequence, Tuple, Un
 
 import numpy
 
-from ..bilm.model import EMBED_BATCH_SENTENCES, EMBED_BATCH_TOKENS, BiLM
+from ..bilm.embedding import EMBED_BATCH_SENTENCES, EMBED_BATCH_TOKENS
+from ..bilm.model import BiLM
 from ..faults import fault_point
 from .atomic import commit
 from .errors import WeightsError

@@ -91,15 +91,12 @@ def digest(arrays: List[numpy.ndarray]) -> str:
 @contextmanager
 def backend(model: BiLM, name: str) -> Iterator[None]:
     """Run `model` on the named backend."""
-    from spacy_elmo.bilm import cell_kernel, onednn
-
-    saved = onednn.ENABLED, cell_kernel.ENABLED
-    onednn.ENABLED = name in ("onednn", "onednn+kernel")
-    cell_kernel.ENABLED = name == "onednn+kernel"
+    saved = model.backend
+    model.backend = name
     try:
         yield
     finally:
-        onednn.ENABLED, cell_kernel.ENABLED = saved
+        model.backend = saved
 
 
 def _unpadded(output) -> List[numpy.ndarray]:
