@@ -7,6 +7,7 @@ import typer
 from tqdm import tqdm
 from wasabi import msg
 
+from ..bilm.backends import BackendError
 from ..bilm.embedding import EMBED_BATCH_SENTENCES, EMBED_BATCH_TOKENS
 from ._util import fail, load_weights_or_fail, pick_device
 
@@ -26,6 +27,7 @@ def embed_cli(
     overwrite: bool = typer.Option(False, "--overwrite", help="Replace an existing or interrupted output"),
     cache: int = typer.Option(50000, "--cache", help="Token-encoder cache size (0: off)"),
     precision: str = typer.Option("float32", "--precision", help="float32, or bfloat16/float16 autocast"),
+    backend: str = typer.Option("auto", "--backend", help="auto, reference, mkl, onednn or onednn+kernel (see `info`)"),
     encoding_errors: str = typer.Option("strict", "--encoding-errors", help="strict: stop at the first line that is not UTF-8; replace: read bad bytes as U+FFFD"),
     gpu_id: int = typer.Option(-1, "--gpu-id", "-g", help="GPU to use (-1: CPU; under torchrun: LOCAL_RANK)"),
     quiet: bool = typer.Option(False, "--quiet", "-q", help="No progress bar"),
@@ -65,6 +67,10 @@ def embed_cli(
             fail(f"--mix must be comma-separated numbers, got {mix!r}")
     loaded = load_weights_or_fail(weights)
     model = loaded.bilm.to(pick_device(gpu_id))
+    try:
+        model.backend = backend
+    except BackendError as err:
+        fail(f"--backend: {err}")
     if cache:
         model.enable_cache(cache)
     bar = tqdm(desc=f"embedding{f' shard {k}/{n}' if n > 1 else ''}", unit=" tok", unit_scale=True, disable=quiet)
