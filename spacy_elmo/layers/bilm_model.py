@@ -229,7 +229,7 @@ def predict_layers(model: Model, bilm: BiLM, docs: InT, use_doc_cache: bool = Fa
     cache: DocCache = model.attrs["doc_cache"]
     precision = _precision(model, bilm)
     if use_doc_cache and cache.enabled:
-        cache.bind(weights_key(bilm, precision))
+        cache.bind(weights_key(bilm, precision, bilm.backend))
     jobs: List[Tuple[int, List[int]]] = []  # (doc position, token indices)
     sentences: List[List[str]] = []
     keys = {}
