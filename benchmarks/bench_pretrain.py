@@ -44,7 +44,11 @@ def _training_setup(config_path: str, segments: int, cache: str, batch_tokens: i
     from spacy_elmo.pretrain import load_config
     from spacy_elmo.pretrain.batching import sentence_batches
     from spacy_elmo.pretrain.corpus import TokenizedCorpus
-    from spacy_elmo.pretrain.trainer import _optimizer, build_language_model
+    try:
+        from spacy_elmo.pretrain.building import build_language_model, build_optimizer
+    except ImportError:  # a baseline revision from before pretrain/building.py
+        from spacy_elmo.pretrain.trainer import _optimizer as build_optimizer  # type: ignore
+        from spacy_elmo.pretrain.trainer import build_language_model  # type: ignore
 
     overrides = {"training.batch_tokens": batch_tokens} if batch_tokens else None
     config = load_config(config_path, overrides)
@@ -54,7 +58,7 @@ def _training_setup(config_path: str, segments: int, cache: str, batch_tokens: i
     vocab = Vocabulary.from_counts(corpus.counts(), config["vocab"]["max_size"])
     lm = build_language_model(config, vocab, 0)
     lm.train()
-    optimizer = _optimizer(config, lm.parameters())
+    optimizer = build_optimizer(config, lm.parameters())
     batches = sentence_batches(corpus.segments(), vocab, config["training"]["batch_tokens"], 0)
     return config, lm, optimizer, batches
 
@@ -124,7 +128,7 @@ def section_speed(args) -> None:
 
     from spacy_elmo.bilm.vocab import Vocabulary
     from spacy_elmo.pretrain import load_config
-    from spacy_elmo.pretrain.trainer import build_language_model
+    from spacy_elmo.pretrain.building import build_language_model
 
     with tempfile.TemporaryDirectory() as tmp:
         tmp = Path(tmp)

@@ -102,7 +102,11 @@ def test_refuses_to_overwrite_a_run_and_needs_train(tiny_config_path, small_corp
     ({"training.optimiser": "adam"}, "unknown override"),
     ({"training.mode": "bogus"}, "choose one of"),
     ({"softmax.kind": "hier"}, "choose one of"),
-    ({"vocab.max_size": 2}, "max_size"),
+    ({"vocab.max_size": 2}, r"\[vocab\] max_size = 2: .*greater than or equal to 4 \(three special tokens and a word\)"),
+    ({"training.learning_rate": 0}, r"\[training\] learning_rate = 0: .*greater than 0"),
+    ({"training.batch_tokens": "many"}, r"\[training\] batch_tokens = 'many': .*integer"),
+    # every problem at once, in one message
+    ({"training.eval_every": 0, "softmax.kind": "x"}, r"\[softmax\] kind = 'x'; choose one of .*; \[training\] eval_every"),
 ])
 def test_bad_settings(tiny_config_path, overrides, message):
     with pytest.raises(SettingsError, match=message):
