@@ -64,7 +64,8 @@ def _check(tensors: Sequence[Tuple[torch.Tensor, Tuple[int, ...], torch.dtype]])
     for t, shape, dtype in tensors:
         if t.shape != shape or t.dtype != dtype or t.device.type != "cpu" or not t.is_contiguous():
             raise ValueError(
-                f"cell kernel: expected a contiguous {dtype} CPU tensor of shape {shape}, got {t.dtype} {tuple(t.shape)}"
+                f"cell kernel: expected a contiguous {dtype} CPU tensor of shape {shape}, "
+                f"got {t.dtype} {tuple(t.shape)}"
             )
 
 

@@ -7,7 +7,7 @@ while the budget bounds a batch's memory. A sentence that occurs more than
 once is computed once. None of this changes a bit of the result: a
 sentence's layers do not depend on its batch (heights.py).
 """
-from typing import TYPE_CHECKING, Dict, Iterable, Iterator, List, Optional, Sequence, Tuple
+from typing import TYPE_CHECKING, Dict, Iterable, Iterator, List, Sequence, Tuple
 
 import numpy
 import torch
@@ -31,11 +31,10 @@ def embed(
     precision: str = "float32",
 ) -> List[numpy.ndarray]:
     """(L+1, n_tokens, width) float32 arrays, in input order (see `BiLM.embed`)."""
-    results: List[Optional[numpy.ndarray]] = [None] * len(sentences)
+    results: Dict[int, numpy.ndarray] = {}
     for indices, output in embed_batches(bilm, sentences, batch_tokens, max_batch_sentences, precision):
-        for i, layers in zip(indices, output):
-            results[i] = layers
-    return results  # type: ignore[return-value]  # every position is filled
+        results.update(zip(indices, output))
+    return [results[i] for i in range(len(sentences))]
 
 
 def embed_batches(

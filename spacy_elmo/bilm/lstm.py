@@ -18,6 +18,7 @@ own input, which for sentences is the row reversed within its length.
 others run the fast loops of `lstm_inference.py` without gradients and the
 packed training loop of `lstm_train.py` with them.
 """
+from dataclasses import dataclass
 from typing import Dict, List, NamedTuple, Optional, Sequence, Tuple
 
 import torch
@@ -44,7 +45,8 @@ def permute_gates(tensor: torch.Tensor, order: Sequence[int]) -> torch.Tensor:
     return torch.cat([blocks[i] for i in order], dim=-1)
 
 
-class TokenRows(NamedTuple):
+@dataclass(frozen=True)
+class TokenRows:
     """The stack's inputs: rows of a token table.
 
     table (n, P): one vector per distinct token; index (2, batch, time) int64:
@@ -98,7 +100,7 @@ class BiLSTMStack(nn.Module):
         self.weight_hh = nn.ParameterList([nn.Parameter(torch.zeros(2, P, 4 * H)) for _ in range(self.n_layers)])
         self.bias = nn.ParameterList([nn.Parameter(torch.zeros(2, 1, 4 * H)) for _ in range(self.n_layers)])
         self.weight_proj = nn.ParameterList([nn.Parameter(torch.zeros(2, H, P)) for _ in range(self.n_layers)])
-        self._kept_weights: Dict[int, Tuple[WeightsKey, Tuple[lstm_inference.DirectionWeights, ...]]] = {}
+        self._kept_weights: Dict[int, Tuple[WeightsKey, lstm_inference.LayerWeights]] = {}
 
     def reset_parameters(self, generator: Optional[torch.Generator] = None) -> None:
         with torch.no_grad():
@@ -172,7 +174,7 @@ class BiLSTMStack(nn.Module):
                 out, h_n, c_n = lstm_inference.run_layer(
                     weights, backend, layer_input, table if layer == 0 else None, h0, c0, lengths, self.clips
                 )
-            if self.use_skip_connections and layer > 0:
+            if self.use_skip_connections and x is not None and layer > 0:
                 out = out + x
             outputs.append(out)
             finals_h.append(h_n)
@@ -180,9 +182,7 @@ class BiLSTMStack(nn.Module):
             x = out
         return outputs, LSTMState(tuple(finals_h), tuple(finals_c))
 
-    def _inference_weights(
-        self, layer: int, like: torch.Tensor, backend: Backend
-    ) -> Tuple[lstm_inference.DirectionWeights, ...]:
+    def _inference_weights(self, layer: int, like: torch.Tensor, backend: Backend) -> lstm_inference.LayerWeights:
         """The layer's weights as the fast loops read them, kept between calls for
         layers of at most INFERENCE_WEIGHTS_CACHED_BYTES.
 

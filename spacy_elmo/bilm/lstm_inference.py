@@ -63,9 +63,13 @@ class DirectionWeights(NamedTuple):
     input: Optional[torch.Tensor] = None
 
 
+LayerWeights = Tuple[DirectionWeights, DirectionWeights]
+
+
 def prepare_weights(
-    w_ih: torch.Tensor, w_hh: torch.Tensor, bias: torch.Tensor, w_proj: torch.Tensor, backend: Backend, first_layer: bool
-) -> Tuple[DirectionWeights, DirectionWeights]:
+    w_ih: torch.Tensor, w_hh: torch.Tensor, bias: torch.Tensor, w_proj: torch.Tensor, backend: Backend,
+    first_layer: bool,
+) -> LayerWeights:
     """Both directions' `DirectionWeights` from a layer's parameters (2, ., .)."""
     H, P = w_hh.shape[2] // 4, w_ih.shape[1]
     scale = w_ih.new_ones((4 * H,))
@@ -74,9 +78,10 @@ def prepare_weights(
     biases = (bias + forget_offset(H, bias)) * scale
     if not backend.onednn:
         proj2 = w_proj * 2.0
-        return DirectionWeights(stacked[0], biases[0, 0], proj2[0]), DirectionWeights(stacked[1], biases[1, 0], proj2[1])
+        forward, backward = (DirectionWeights(stacked[d], biases[d, 0], proj2[d]) for d in range(2))
+        return forward, backward
     split = first_layer and backend.kernel
-    return tuple(  # type: ignore[return-value]
+    forward, backward = (
         DirectionWeights(
             gates=onednn.pack(stacked[d].t()),
             bias=biases[d].reshape(-1).contiguous(),
@@ -86,10 +91,11 @@ def prepare_weights(
         )
         for d in range(2)
     )
+    return forward, backward
 
 
 def run_layer(
-    weights: Tuple[DirectionWeights, DirectionWeights],
+    weights: LayerWeights,
     backend: Backend,
     inputs: Optional[torch.Tensor],
     table: Optional[Tuple[torch.Tensor, torch.Tensor]],
@@ -111,10 +117,11 @@ def run_layer(
     for d, w in enumerate(weights):
         if table is not None:
             token_table, index = table
-            assert w.input is not None, "table inputs need the first layer's kernel weights"
+            if w.input is None or w.recurrent is None:
+                raise ValueError("token-table inputs need the first layer's weights prepared for onednn+kernel")
             input_products = table_products(token_table, w.input, w.bias)
-            table_step = partial(kernel_table_step, w=w, input_products=input_products, cell_clip=cell_clip,
-                                 proj_clip=proj_clip)
+            table_step = partial(kernel_table_step, recurrent=w.recurrent, input_products=input_products, out=w.out,
+                                 cell_clip=cell_clip, proj_clip=proj_clip)
             out, h_n, c_n = table_direction(index[d], h0[d], c0[d], counts, table_step)
             del input_products, table_step  # freed before the next direction's are computed
         else:
@@ -219,12 +226,12 @@ def kernel_step(xh: torch.Tensor, c2: torch.Tensor, m: torch.Tensor, *, w: Direc
 
 
 def kernel_table_step(h: torch.Tensor, c2: torch.Tensor, m: torch.Tensor, table_rows: torch.Tensor, *,
-                      w: DirectionWeights, input_products: torch.Tensor, cell_clip: float,
+                      recurrent: torch.Tensor, input_products: torch.Tensor, out: torch.Tensor, cell_clip: float,
                       proj_clip: float) -> torch.Tensor:
-    """`kernel_step` for token-table inputs: the step product is h W_hh alone, the
-    kernel adds each row's precomputed input product before the sigmoids."""
-    cell_kernel.update(onednn.linear(h, w.recurrent), c2, m, cell_clip, input_products, table_rows)
-    return onednn.linear(m, w.out, clip=proj_clip)
+    """`kernel_step` for token-table inputs: the step product is h W_hh alone (`recurrent`,
+    packed), the kernel adds each row's precomputed input product before the sigmoids."""
+    cell_kernel.update(onednn.linear(h, recurrent), c2, m, cell_clip, input_products, table_rows)
+    return onednn.linear(m, out, clip=proj_clip)
 
 
 STEPS = {"mkl": mkl_step, "onednn": onednn_step, "onednn+kernel": kernel_step}
@@ -271,4 +278,4 @@ def active_counts(lengths: Sequence[int]) -> List[int]:
     return counts
 
 
-__all__ = ["DirectionWeights", "cell_update", "prepare_weights", "run_layer", "table_products"]
+__all__ = ["DirectionWeights", "LayerWeights", "cell_update", "prepare_weights", "run_layer", "table_products"]

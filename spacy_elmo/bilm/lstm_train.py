@@ -142,7 +142,7 @@ class LayerRecurrence(torch.autograd.Function):
     """
 
     @staticmethod
-    def forward(ctx, inputs, w_ih, bias, w_hh, w_proj, h0, c0, plan: PackPlan, clips, kernel: bool):  # type: ignore[override]
+    def forward(ctx, inputs, w_ih, bias, w_hh, w_proj, h0, c0, plan: PackPlan, clips, kernel: bool):
         cell_clip, proj_clip = clips
         H, P, P_in, N = w_hh.shape[2] // 4, w_proj.shape[2], inputs.shape[2], plan.total
         weight = torch.cat([w_ih, w_hh], dim=1)  # (2, P_in + P, 4H)
@@ -172,7 +172,7 @@ class LayerRecurrence(torch.autograd.Function):
         return out, xh[:, :, P_in:].clone(), c
 
     @staticmethod
-    def backward(ctx, grad_out, grad_hn, grad_cn):  # type: ignore[override]
+    def backward(ctx, grad_out, grad_hn, grad_cn):
         inputs, w_ih, w_hh, w_proj, h0, c0, out = ctx.saved_tensors
         gates, c_raw, tanh_c, m, h_pre = ctx.buffers
         plan, (cell_clip, proj_clip), kernel = ctx.plan, ctx.clips, ctx.kernel
@@ -214,7 +214,8 @@ class LayerRecurrence(torch.autograd.Function):
         grad_weight = torch.bmm(xh_all.transpose(1, 2), d_gates)
         grad_bias = d_gates.sum(dim=1, keepdim=True)
         grad_w_proj = torch.bmm(m.transpose(1, 2), d_hpre)
-        return grad_inputs, grad_weight[:, :P_in], grad_bias, grad_weight[:, P_in:], grad_w_proj, dh, dc, None, None, None
+        grad_w_ih, grad_w_hh = grad_weight[:, :P_in], grad_weight[:, P_in:]
+        return grad_inputs, grad_w_ih, grad_bias, grad_w_hh, grad_w_proj, dh, dc, None, None, None
 
 
 def run_stack(

@@ -12,7 +12,7 @@ carries each batch row's final state into the next call, as the reference
 implementations did; it exists for parity with them.
 """
 from dataclasses import dataclass
-from typing import Iterator, List, Optional, Sequence, Tuple
+from typing import Iterator, List, Optional, Sequence, Tuple, Union
 
 import numpy
 import torch
@@ -68,7 +68,7 @@ class BiLM(nn.Module):
         super().__init__()
         self.config = config
         self.boundary_strings = boundary_strings
-        self.token_encoder: nn.Module
+        self.token_encoder: Union[CharCNNEncoder, WordEncoder]
         if config.use_character_inputs:
             self.token_encoder = CharCNNEncoder(config)
             self.char_encoder = CharIdEncoder(config.max_characters_per_token, boundary_strings=boundary_strings)

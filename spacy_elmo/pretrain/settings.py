@@ -163,6 +163,16 @@ class PretrainSchema(BaseModel):
     training: TrainingSchema
 
 
+SECTIONS: Dict[str, Any] = {
+    "paths": PathsSchema,
+    "corpus": CorpusSchema,
+    "vocab": VocabSchema,
+    "model": ModelSchema,
+    "softmax": SoftmaxSchema,
+    "training": TrainingSchema,
+}
+
+
 class SettingsError(ValueError):
     """The pretraining config has an unknown, missing or invalid setting."""
 
@@ -198,7 +208,7 @@ def _describe(error: Dict[str, Any], config: Config) -> str:
         return f"[{'.'.join(loc)}]: {error.get('msg')}"
     section, key = loc[0], loc[1]
     value = config.get(section, {}).get(key)
-    field = PretrainSchema.model_fields[section].annotation.model_fields.get(key)  # type: ignore[union-attr]
+    field = SECTIONS[section].model_fields.get(key) if section in SECTIONS else None
     annotation = getattr(field, "annotation", None)
     if typing.get_origin(annotation) is Literal:
         return f"[{section}] {key} = {value!r}; choose one of {typing.get_args(annotation)}"
@@ -291,5 +301,5 @@ class RunPaths:
         return self.root / "corpus-cache"
 
 
-__all__ = ["DEFAULT_CONFIG", "DEFAULT_CONFIG_STR", "PretrainSchema", "SettingsError", "check_resume_config", "load_config",
-           "RunPaths"]
+__all__ = ["DEFAULT_CONFIG", "DEFAULT_CONFIG_STR", "PretrainSchema", "SettingsError", "check_resume_config",
+           "load_config", "RunPaths"]

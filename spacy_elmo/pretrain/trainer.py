@@ -179,7 +179,10 @@ class Trainer:
             self.vocab = Vocabulary(state["vocab"])
         else:
             start = start_model(self.config, report=self.dist.is_main)
-            self.vocab = start.vocab if start is not None and start.head is not None and start.vocab else self.build_vocab()
+            if start is not None and start.head is not None and start.vocab is not None:
+                self.vocab = start.vocab  # its softmax comes with its vocabulary
+            else:
+                self.vocab = self.build_vocab()
         torch.manual_seed(self.seed)
         numpy.random.seed(self.seed % (2**32))
         self.lm: LanguageModel = build_language_model(self.config, self.vocab, self.seed).to(self.device)
@@ -246,10 +249,11 @@ class Trainer:
         max_steps, max_seconds = int(training["max_steps"]), float(training["max_minutes"]) * 60.0
         world = self.dist.world_size
         while True:
-            group = [next(batches, None) for _ in range(world)]
-            if any(b is None for b in group):
+            group = [next(batches, None) for _ in range(world)]  # every rank takes its own of `world` batches
+            batch = group[self.dist.rank]
+            if batch is None or any(b is None for b in group):
                 return None
-            self._step(group[self.dist.rank])  # type: ignore[arg-type]  # none of them is None here
+            self._step(batch)
             step = self.position.step
             fault_point("pretrain.step")  # tests inject kills and signals here (faults.py)
             done = (max_steps and step >= max_steps) or (

@@ -12,7 +12,8 @@ def _needs_kernel():
     from spacy_elmo.bilm import cell_kernel
 
     if not cell_kernel.available():
-        pytest.skip("the LSTM cell kernel is not built here (no C compiler at install, or not an x86-64 CPU with AVX2/FMA)")
+        pytest.skip("the LSTM cell kernel is not built here (no C compiler at install, or not an x86-64 CPU with "
+                    "AVX2/FMA)")
     return cell_kernel
 
 

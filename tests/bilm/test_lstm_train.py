@@ -20,7 +20,8 @@ def _loss_and_grads(stack, backend, inputs, lengths, state, wrt=()):
     stack.backend = backend
     outs, final = stack(TokenRows.dense(inputs), lengths.tolist(), state)
     w = torch.linspace(-1, 1, outs[-1].numel(), dtype=inputs.dtype).view_as(outs[-1])
-    loss = (outs[-1] * w).sum() + (outs[0] ** 2).sum() + sum((h ** 3).sum() for h in final.h) + sum(c.sum() for c in final.c)
+    loss = (outs[-1] * w).sum() + (outs[0] ** 2).sum()
+    loss = loss + sum((h ** 3).sum() for h in final.h) + sum(c.sum() for c in final.c)
     grads = torch.autograd.grad(loss, [*wrt, *stack.parameters()])
     return [o.detach() for o in outs] + [t.detach() for t in (*final.h, *final.c)], grads
 

@@ -79,7 +79,8 @@ def test_clear_errors_without_tracebacks(allennlp_dir, tmp_path):
     assert result.exit_code == 1 and "no options file" in flat(result)
     result = runner.invoke(app, ["perplexity", str(allennlp_dir), str(text)])
     assert result.exit_code == 1 and "no softmax" in flat(result)
-    result = runner.invoke(app, ["embed", str(text), str(tmp_path / "o.h5"), "--weights", str(allennlp_dir), "--layers", "bogus"])
+    result = runner.invoke(app, ["embed", str(text), str(tmp_path / "o.h5"), "--weights", str(allennlp_dir),
+                                 "--layers", "bogus"])
     assert result.exit_code == 1 and "unknown layer mode" in flat(result)
     assert not isinstance(result.exception, Exception) or isinstance(result.exception, SystemExit)
 
@@ -90,7 +91,8 @@ def test_commands_ask_for_huge_pages_unless_the_user_chose(monkeypatch, tmp_path
     text = tmp_path / "in.txt"
     text.write_text("x\n")
     monkeypatch.delenv(HUGE_PAGES_VARIABLE, raising=False)
-    runner.invoke(app, ["embed", str(text), str(tmp_path / "o.h5"), "--weights", str(tmp_path)])  # fails; the setting stays
+    # fails; the setting stays
+    runner.invoke(app, ["embed", str(text), str(tmp_path / "o.h5"), "--weights", str(tmp_path)])
     assert os.environ[HUGE_PAGES_VARIABLE] == "1"
     monkeypatch.setenv(HUGE_PAGES_VARIABLE, "0")
     result = runner.invoke(app, ["info", "--json"])

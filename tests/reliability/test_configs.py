@@ -37,4 +37,5 @@ def test_component_mix_of_wrong_length(allennlp_dir):
 def test_bad_model_settings():
     nlp = spacy.blank("en")
     with pytest.raises(Exception, match="segmentation must be one of"):
-        nlp.add_pipe("elmo", config={"model": {"@architectures": "spacy-elmo.ElmoBiLM.v1", "segmentation": "paragraphs"}})
+        model = {"@architectures": "spacy-elmo.ElmoBiLM.v1", "segmentation": "paragraphs"}
+        nlp.add_pipe("elmo", config={"model": model})
