@@ -52,13 +52,8 @@ class Interrupted(Exception):
 class Trainer:
     """One pretraining run: `run()` prepares the data and the model, trains, and writes the outputs."""
 
-    def __init__(
-        self,
-        config: Config,
-        output_dir: PathLike,
-        device: Optional[str] = None,
-        progress: bool = True,
-    ) -> None:
+    def __init__(self, config: Config, output_dir: PathLike, device: Optional[str] = None,
+                 progress: bool = True) -> None:
         self.config = config
         self.paths = RunPaths(Path(output_dir))
         self.progress = progress
@@ -382,6 +377,7 @@ class Trainer:
         return final_metrics, replicas
 
     def save_model(self, path: Path, metrics: Optional[Dict[str, float]]) -> None:
+        """The biLM with its softmax and vocabulary, in the native format, with the run's provenance."""
         position = self.position
         metadata = {
             "trained_with": "spacy_elmo pretrain",
@@ -402,13 +398,8 @@ class Trainer:
         self.lm.train(was_training)
 
 
-def pretrain(
-    config: Config,
-    output_dir: PathLike,
-    resume: bool = False,
-    device: Optional[str] = None,
-    progress: bool = True,
-) -> Dict[str, Any]:
+def pretrain(config: Config, output_dir: PathLike, resume: bool = False, device: Optional[str] = None,
+             progress: bool = True) -> Dict[str, Any]:
     """Train a biLM as `config` says; see the module docstring for what is written."""
     return Trainer(config, output_dir, device=device, progress=progress).run(resume=resume)
 

@@ -104,3 +104,11 @@ def test_backend_setting_reaches_every_biLM_the_model_holds(allennlp_dir, tmp_pa
     numpy.testing.assert_array_equal(again._.elmo, doc._.elmo)
     with pytest.raises(ValueError, match="ElmoBiLM: backend 'cuda': unknown backend"):
         ElmoBiLM(backend="cuda")
+
+
+def test_bad_segmentation_is_refused_when_the_pipeline_is_built():
+    import spacy
+
+    model = {"@architectures": "spacy-elmo.ElmoBiLM.v1", "segmentation": "paragraphs"}
+    with pytest.raises(Exception, match="segmentation must be one of"):
+        spacy.blank("en").add_pipe("elmo", config={"model": model})
