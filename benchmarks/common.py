@@ -100,6 +100,14 @@ def random_model(shapes: str, seed: int = 0) -> BiLM:
     return model
 
 
+def workload(shapes: str, n_sentences: int) -> Tuple[BiLM, List[List[str]], int, float]:
+    """A random biLM of the published `shapes`, the first `n_sentences` of EWT train,
+    their number of tokens and the useful FLOPs per token."""
+    model = random_model(shapes)
+    sentences = ewt_sentences(n_sentences)
+    return model, sentences, sum(map(len, sentences)), forward_flops_per_token(model.config)["total"]
+
+
 def peak_rss_mb() -> float:
     """Peak resident memory of this process so far (MiB)."""
     return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024.0

@@ -1,16 +1,14 @@
 """`gpu`: float32 and bfloat16 on CUDA, original shapes (skipped without CUDA)."""
 import torch
-from common import ewt_sentences, forward_flops_per_token, matmul_rate, random_model, table, timed
+from common import matmul_rate, table, timed, workload
 
 
 def run(args) -> str:
     if not torch.cuda.is_available():
         return "### GPU\n\nSkipped: CUDA is not available on this machine.\n"
     device = "cuda"
-    model = random_model("original").to(device)
-    sentences = ewt_sentences(args.sentences)
-    n_tokens = sum(map(len, sentences))
-    flops = forward_flops_per_token(model.config)["total"]
+    model, sentences, n_tokens, flops = workload("original", args.sentences)
+    model.to(device)
     rows = []
     for precision, dtype in (("float32", torch.float32), ("bfloat16", torch.bfloat16)):
         rate = matmul_rate(8192, dtype=dtype, device=device)

@@ -1,13 +1,10 @@
 """`original`: the published original shapes (LSTM 4096, projection 512, 2 highways)."""
-from common import ewt_sentences, forward_flops_per_token, matmul_rate, random_model, table, timed
+from common import matmul_rate, table, timed, workload
 from reference_impl import ReferenceStyleELMo
 
 
 def run(args) -> str:
-    model = random_model("original")
-    sentences = ewt_sentences(args.original_sentences)
-    n_tokens = sum(map(len, sentences))
-    flops = forward_flops_per_token(model.config)["total"]
+    model, sentences, n_tokens, flops = workload("original", args.original_sentences)
     rate = matmul_rate()
     model.embed(sentences[:20])
     _, t = timed(lambda: model.embed(sentences))

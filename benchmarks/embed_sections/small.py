@@ -5,26 +5,12 @@ import tempfile
 from pathlib import Path
 
 import numpy
-from common import (
-    RateProbe,
-    embed_file_speed,
-    ewt_sentences,
-    forward_flops_per_token,
-    matmul_rate,
-    random_model,
-    scaled_goal,
-    table,
-    timed,
-    write_sentences,
-)
+from common import RateProbe, embed_file_speed, matmul_rate, scaled_goal, table, timed, workload, write_sentences
 from reference_impl import ReferenceStyleELMo
 
 
 def run(args) -> str:
-    model = random_model("small")
-    sentences = ewt_sentences(args.sentences)
-    n_tokens = sum(map(len, sentences))
-    flops = forward_flops_per_token(model.config)["total"]
+    model, sentences, n_tokens, flops = workload("small", args.sentences)
     rate_before = matmul_rate()
 
     reference = ReferenceStyleELMo(model)
