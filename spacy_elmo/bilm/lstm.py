@@ -172,7 +172,8 @@ class BiLSTMStack(nn.Module):
             else:
                 weights = self._inference_weights(layer, rows.table, backend)
                 out, h_n, c_n = lstm_inference.run_layer(
-                    weights, backend, layer_input, table if layer == 0 else None, h0, c0, lengths, self.clips
+                    weights, backend, inputs=layer_input, table=table if layer == 0 else None, h0=h0, c0=c0,
+                    lengths=lengths, clips=self.clips,
                 )
             if self.use_skip_connections and x is not None and layer > 0:
                 out = out + x

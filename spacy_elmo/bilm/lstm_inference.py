@@ -97,8 +97,9 @@ def prepare_weights(
 def run_layer(
     weights: LayerWeights,
     backend: Backend,
-    inputs: Optional[torch.Tensor],
-    table: Optional[Tuple[torch.Tensor, torch.Tensor]],
+    *,
+    inputs: Optional[torch.Tensor] = None,
+    table: Optional[Tuple[torch.Tensor, torch.Tensor]] = None,
     h0: torch.Tensor,
     c0: torch.Tensor,
     lengths: Sequence[int],
@@ -122,12 +123,13 @@ def run_layer(
             input_products = table_products(token_table, w.input, w.bias)
             table_step = partial(kernel_table_step, recurrent=w.recurrent, input_products=input_products, out=w.out,
                                  cell_clip=cell_clip, proj_clip=proj_clip)
-            out, h_n, c_n = table_direction(index[d], h0[d], c0[d], counts, table_step)
+            out, h_n, c_n = table_direction(index=index[d], h0=h0[d], c0=c0[d], counts=counts, step=table_step)
             del input_products, table_step  # freed before the next direction's are computed
         else:
             assert inputs is not None
             step = partial(STEPS[backend.name], w=w, cell_clip=cell_clip, proj_clip=proj_clip)
-            out, h_n, c_n = dense_direction(inputs[d], h0[d], c0[d], counts, step, backend.library)
+            out, h_n, c_n = dense_direction(inputs=inputs[d], h0=h0[d], c0=c0[d], counts=counts, step=step,
+                                            library=backend.library)
         outs.append(out)
         finals_h.append(h_n)
         finals_c.append(c_n)
