@@ -79,12 +79,16 @@ class LanguageModel(nn.Module):
         state: Optional[LSTMState] = None,
         exact: bool = False,
         generator: Optional[torch.Generator] = None,
+        train_bilm: bool = True,
     ) -> Tuple[torch.Tensor, torch.Tensor, LSTMState]:
         """(summed NLL per direction (2,), target count per direction (2,), final state).
 
         `exact` evaluates the full softmax whatever the head's training kind.
+        `train_bilm=False` runs the biLM without gradients (only the softmax
+        learns from this batch).
         """
-        _, outputs, final = self.bilm.run(batch.tokens, batch.index, batch.lengths, state)
+        with torch.set_grad_enabled(train_bilm and torch.is_grad_enabled()):
+            _, outputs, final = self.bilm.run(batch.tokens, batch.index, batch.lengths, state)
         top = outputs[-1]
         targets = torch.from_numpy(batch.targets).to(top.device)
         keep = targets >= 0

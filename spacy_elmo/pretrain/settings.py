@@ -77,6 +77,9 @@ learning_rate = 0.2
 # constant, linear (decay to 0 at max_steps) or cosine; warmup is linear
 schedule = "constant"
 warmup_steps = 0
+# the first N steps train the softmax alone, the biLM held fixed: for runs that
+# start (init_from) from a model without a softmax
+softmax_warmup_steps = 0
 grad_clip = 10.0
 eval_every = 1000
 checkpoint_every = 200
@@ -147,6 +150,7 @@ class TrainingSchema(BaseModel):
     learning_rate: float = Field(gt=0)
     schedule: Literal["constant", "linear", "cosine"]
     warmup_steps: int = Field(ge=0)
+    softmax_warmup_steps: int = Field(ge=0)
     grad_clip: float = Field(ge=0)
     eval_every: int = Field(ge=1)
     checkpoint_every: int = Field(ge=1)

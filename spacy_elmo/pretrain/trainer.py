@@ -188,7 +188,8 @@ class Trainer:
             self.model = torch.nn.parallel.DistributedDataParallel(
                 self.lm,
                 device_ids=[self.device.index] if self.device.type == "cuda" else None,
-                find_unused_parameters=self.config["softmax"]["kind"] == "adaptive",
+                find_unused_parameters=self.config["softmax"]["kind"] == "adaptive"
+                or self.config["training"]["softmax_warmup_steps"] > 0,
             )
         self.optimizer = build_optimizer(self.config, self.lm.parameters())
         self.sampler = torch.Generator().manual_seed(self.seed + 7919 * (self.dist.rank + 1))
@@ -271,7 +272,8 @@ class Trainer:
             group["lr"] = learning_rate(self.config, self.position.step)
         self.optimizer.zero_grad(set_to_none=True)
         with self.autocast:
-            losses, counts, final = self.model(batch, state=self.carried, generator=self.sampler)
+            train_bilm = self.position.step >= training["softmax_warmup_steps"]  # else the softmax alone
+            losses, counts, final = self.model(batch, state=self.carried, generator=self.sampler, train_bilm=train_bilm)
             counts_f = counts.to(losses.device).clamp(min=1).to(losses.dtype)
             loss = 0.5 * (losses / counts_f).sum()
         if self.scaler is not None:

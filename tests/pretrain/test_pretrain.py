@@ -257,3 +257,24 @@ def test_init_from_embedded_loads_the_shipped_biLM(small_corpus, tmp_path):
     assert continued.bilm.config == shipped.bilm.config
     name = "lstm.weight_hh.1"
     torch.testing.assert_close(continued.bilm.state_dict()[name], shipped.bilm.state_dict()[name], rtol=0, atol=1e-6)
+
+
+def test_softmax_warmup_trains_the_softmax_alone_first(tiny_config_path, small_corpus, tmp_path):
+    common = dict(paths__train=str(small_corpus), training__eval_every=1000, training__checkpoint_every=1000)
+    pretrain(_config(tiny_config_path, training__max_steps=10, **common), tmp_path / "first", progress=False)
+    start = load_model(tmp_path / "first" / "model-last")
+
+    def run(name, steps):
+        pretrain(_config(tiny_config_path, paths__init_from=str(tmp_path / "first" / "model-last"),
+                         training__max_steps=steps, training__softmax_warmup_steps=3, **common),
+                 tmp_path / name, progress=False)
+        return load_model(tmp_path / name / "model-last")
+
+    warm = run("warm", 3)
+    for name, tensor in start.bilm.state_dict().items():
+        assert torch.equal(warm.bilm.state_dict()[name], tensor), name
+    assert not torch.equal(warm.head.weight, start.head.weight)
+    after = run("after", 5)  # two steps past the warm-up: the biLM learns again
+    assert not torch.equal(after.bilm.state_dict()["lstm.weight_hh.0"], start.bilm.state_dict()["lstm.weight_hh.0"])
+    with pytest.raises(SettingsError, match="softmax_warmup_steps"):
+        _config(tiny_config_path, training__softmax_warmup_steps=-1)
