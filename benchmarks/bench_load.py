@@ -61,7 +61,8 @@ BURNER = "while True:\n    pass\n"
 
 def run_option(name: str, n_texts: int) -> float:
     threads, extra_env = OPTIONS[name]
-    env = {k: v for k, v in os.environ.items() if k not in ("OMP_NUM_THREADS", "MKL_NUM_THREADS", "OMP_WAIT_POLICY", "GOMP_SPINCOUNT")}
+    own = ("OMP_NUM_THREADS", "MKL_NUM_THREADS", "OMP_WAIT_POLICY", "GOMP_SPINCOUNT")
+    env = {k: v for k, v in os.environ.items() if k not in own}
     env.update(extra_env)
     path = str(DATA / "ud_en_ewt" / "en_ewt-ud-dev.conllu.gz")
     out = subprocess.run([sys.executable, "-c", CHILD, json.dumps(threads), str(n_texts), path],

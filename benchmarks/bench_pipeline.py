@@ -13,6 +13,7 @@ import argparse
 import statistics
 import sys
 import time
+from typing import Dict, List
 from pathlib import Path
 
 import spacy
@@ -60,7 +61,7 @@ def main() -> None:
     pipelines = {name: build(path, args.weights, train) for name, path in names.items()}
     for nlp in pipelines.values():
         list(nlp.pipe(texts[:20]))  # warm-up
-    speeds = {name: [] for name in pipelines}
+    speeds: Dict[str, List[float]] = {name: [] for name in pipelines}
     for _ in range(args.rounds):
         for name, nlp in pipelines.items():
             speeds[name].append(words_per_second(nlp, texts))

@@ -22,15 +22,25 @@ import itertools
 import json
 import math
 import statistics
-import subprocess
 import sys
 import tempfile
 import time
 from pathlib import Path
+from typing import Dict, List
 
 HERE = Path(__file__).resolve()
 sys.path.insert(0, str(HERE.parent))
-from common import DATA, ROOT, forward_flops_per_token, machine, matmul_rate, table  # noqa: E402
+from common import (  # noqa: E402
+    DATA,
+    ROOT,
+    baseline_tree,
+    forward_flops_per_token,
+    machine,
+    matmul_rate,
+    remove_tree,
+    run_child,
+    table,
+)
 
 # the code before the training path was rewritten (packed rows, compiled cell
 # backward, one sampled softmax per batch)
@@ -44,17 +54,23 @@ def _training_setup(config_path: str, segments: int, cache: str, batch_tokens: i
     from spacy_elmo.pretrain import load_config
     from spacy_elmo.pretrain.batching import sentence_batches
     from spacy_elmo.pretrain.corpus import TokenizedCorpus
-    from spacy_elmo.pretrain.trainer import _optimizer, build_language_model
+    try:
+        from spacy_elmo.pretrain.building import build_language_model, build_optimizer
+    except ImportError:  # a baseline revision from before pretrain/building.py
+        # (_optimizer is gone from this checkout, which mypy checks against)
+        from spacy_elmo.pretrain.trainer import _optimizer as build_optimizer  # type: ignore[attr-defined,no-redef]
+        from spacy_elmo.pretrain.trainer import build_language_model
 
     overrides = {"training.batch_tokens": batch_tokens} if batch_tokens else None
     config = load_config(config_path, overrides)
     torch.set_num_threads(config["training"]["threads"] or torch.get_num_threads())
-    corpus = TokenizedCorpus.prepare(DATA / "pretrain_en" / "train.txt.gz", cache, max_length=config["corpus"]["max_length"],
+    corpus = TokenizedCorpus.prepare(DATA / "pretrain_en" / "train.txt.gz", cache,
+                                     max_length=config["corpus"]["max_length"],
                                      max_segments=segments, progress=False)
     vocab = Vocabulary.from_counts(corpus.counts(), config["vocab"]["max_size"])
     lm = build_language_model(config, vocab, 0)
     lm.train()
-    optimizer = _optimizer(config, lm.parameters())
+    optimizer = build_optimizer(config, lm.parameters())
     batches = sentence_batches(corpus.segments(), vocab, config["training"]["batch_tokens"], 0)
     return config, lm, optimizer, batches
 
@@ -99,24 +115,7 @@ def child(args) -> None:
 def _run_child(tree: Path, args, cache: Path, batch_tokens: int = 0) -> dict:
     command = [sys.executable, str(HERE), "--child", "--config", args.config, "--steps", str(args.steps),
                "--segments", str(args.segments), "--cache", str(cache), "--batch-tokens", str(batch_tokens)]
-    env = {**__import__("os").environ, "PYTHONPATH": str(tree)}
-    done = subprocess.run(command, env=env, capture_output=True, text=True, cwd=str(tree))
-    if done.returncode != 0:
-        raise SystemExit(f"child run in {tree} failed:\n{done.stderr[-3000:]}")
-    return json.loads(done.stdout.strip().splitlines()[-1])
-
-
-def _baseline_tree(revision: str, workdir: Path) -> Path:
-    tree = workdir / "baseline"
-    subprocess.run(["git", "-C", str(ROOT), "worktree", "add", "--detach", "--force", str(tree), revision], check=True,
-                   capture_output=True)
-    # the optional compiled kernel, as an install would build it
-    subprocess.run([sys.executable, "setup.py", "-q", "build_ext", "--inplace"], cwd=str(tree), capture_output=True)
-    return tree
-
-
-def _remove_tree(tree: Path) -> None:
-    subprocess.run(["git", "-C", str(ROOT), "worktree", "remove", "--force", str(tree)], capture_output=True)
+    return run_child(tree, command)
 
 
 def section_speed(args) -> None:
@@ -124,13 +123,13 @@ def section_speed(args) -> None:
 
     from spacy_elmo.bilm.vocab import Vocabulary
     from spacy_elmo.pretrain import load_config
-    from spacy_elmo.pretrain.trainer import build_language_model
+    from spacy_elmo.pretrain.building import build_language_model
 
-    with tempfile.TemporaryDirectory() as tmp:
-        tmp = Path(tmp)
-        baseline = _baseline_tree(args.baseline, tmp)
+    with tempfile.TemporaryDirectory() as tmp_dir:
+        tmp = Path(tmp_dir)
+        baseline = baseline_tree(args.baseline, tmp)
         try:
-            speeds = {"baseline": [], "this code": []}
+            speeds: Dict[str, List[float]] = {"baseline": [], "this code": []}
             rows = []
             for r in range(args.rounds):
                 pair = [("baseline", baseline), ("this code", ROOT)]
@@ -140,7 +139,7 @@ def section_speed(args) -> None:
                 rows.append([str(r + 1), f"{speeds['baseline'][-1]:,.0f}", f"{speeds['this code'][-1]:,.0f}",
                              f"{speeds['this code'][-1] / speeds['baseline'][-1]:.2f}x"])
         finally:
-            _remove_tree(baseline)
+            remove_tree(baseline)
     old, new = statistics.median(speeds["baseline"]), statistics.median(speeds["this code"])
     rows.append(["median", f"{old:,.0f}", f"{new:,.0f}", f"**{new / old:.2f}x**"])
     config = load_config(args.config)
@@ -175,7 +174,8 @@ def section_precision(args) -> None:
         shapes = {"LSTM step [x, h] x W (111 x 256 x 2048)": (111, 256, 2048),
                   "highway (1400 x 1024 x 2048)": (1400, 1024, 2048),
                   "sampled softmax (8000 x 128 x 2000)": (8000, 128, 2000)}
-        rows = [[name, f"{gemm_rate(*s, torch.float32):.1f}", f"{gemm_rate(*s, torch.bfloat16):.1f}"] for name, s in shapes.items()]
+        rows = [[name, f"{gemm_rate(*s, torch.float32):.1f}", f"{gemm_rate(*s, torch.bfloat16):.1f}"]
+                for name, s in shapes.items()]
         print("### Matrix products, float32 vs bfloat16 (GFLOP/s)\n")
         print(table(rows, ["product", "float32", "bfloat16"]))
         batches = list(itertools.islice(batches, args.steps + 3))
@@ -196,7 +196,7 @@ def section_batch(args) -> None:
     from spacy_elmo.pretrain import load_config
 
     base = load_config(args.config)["training"]["batch_tokens"]
-    speeds = {base: [], 2 * base: []}
+    speeds: Dict[int, List[float]] = {base: [], 2 * base: []}
     with tempfile.TemporaryDirectory() as tmp:
         for r in range(args.rounds):
             sizes = [base, 2 * base]

@@ -1,10 +1,14 @@
-"""Shared benchmark helpers: real sentences, the machine's matmul rate, FLOP counts, memory."""
+"""Shared benchmark helpers: real sentences, the machine's matmul rate, FLOP counts, memory,
+`embed` timings, and child processes running this checkout or a baseline revision."""
+import json
 import os
 import platform
 import resource
+import subprocess
+import sys
 import time
 from pathlib import Path
-from typing import List
+from typing import Any, Callable, Dict, List, Optional, Sequence, Tuple, TypeVar
 
 import torch
 
@@ -96,9 +100,109 @@ def random_model(shapes: str, seed: int = 0) -> BiLM:
     return model
 
 
+def workload(shapes: str, n_sentences: int) -> Tuple[BiLM, List[List[str]], int, float]:
+    """A random biLM of the published `shapes`, the first `n_sentences` of EWT train,
+    their number of tokens and the useful FLOPs per token."""
+    model = random_model(shapes)
+    sentences = ewt_sentences(n_sentences)
+    return model, sentences, sum(map(len, sentences)), forward_flops_per_token(model.config)["total"]
+
+
 def peak_rss_mb() -> float:
     """Peak resident memory of this process so far (MiB)."""
     return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024.0
+
+
+def peak_mib(status: str = "/proc/self/status") -> float:
+    """Peak resident memory of this process's own address space (MiB).
+
+    VmHWM, not ru_maxrss: on Linux ru_maxrss carries over the parent's peak
+    through fork and exec, so a child started by a large benchmark process
+    would report its parent's peak (tests/regression/test_bench_memory_peak.py).
+    Where /proc is missing, ru_maxrss is all there is.
+    """
+    try:
+        with open(status) as lines:
+            for line in lines:
+                if line.startswith("VmHWM:"):
+                    return int(line.split()[1]) / 1024.0
+    except OSError:
+        pass
+    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024.0
+
+
+T = TypeVar("T")
+
+
+def timed(fn: Callable[[], T]) -> Tuple[T, float]:
+    """fn's result and the seconds it took."""
+    start = time.perf_counter()
+    out = fn()
+    return out, time.perf_counter() - start
+
+
+def write_sentences(sentences: Sequence[Sequence[str]], folder: Path) -> Path:
+    """The sentences as `embed`'s input: one per line, tokens joined by spaces."""
+    text = Path(folder) / "in.txt"
+    text.write_text("\n".join(" ".join(s) for s in sentences) + "\n", encoding="utf-8")
+    return text
+
+
+def embed_file_speed(model: BiLM, text: Path, n_tokens: int, probe: Optional["RateProbe"] = None) -> float:
+    """Tokens/s of `embed` end to end (a fresh token cache, HDF5 written beside the input).
+
+    With a probe, the matmul rate is sampled after every batch (the progress
+    callback) and the time of the samples is left out of the speed."""
+    from spacy_elmo.io.dump import embed_file
+
+    model.enable_cache(50_000)
+    on_progress = None
+    if probe is not None:
+        probe.sample()
+        on_progress = probe.sample
+    spent = probe.seconds if probe is not None else 0.0
+    _, t = timed(lambda: embed_file(model, text, text.with_name("out.hdf5"), overwrite=True, on_progress=on_progress))
+    model.disable_cache()
+    if probe is not None:
+        t -= probe.seconds - spent
+    return n_tokens / t
+
+
+def scaled_goal(rate: float) -> float:
+    """Issue 6's `embed` goal, 10,000 tokens/s at 180 GFLOP/s, scaled to a measured rate."""
+    return 10_000 * rate / 180e9
+
+
+# -- this checkout against a baseline revision, in child processes ----------------------------
+def run_child(tree: Path, command: List[str], env: Optional[Dict[str, str]] = None) -> Dict[str, Any]:
+    """Run `command` (a Python program printing one JSON line last) with `tree`'s
+    spacy_elmo first on the path; its JSON."""
+    done = subprocess.run(command, env={**os.environ, **(env or {}), "PYTHONPATH": str(tree)},
+                          capture_output=True, text=True, cwd=str(tree))
+    if done.returncode != 0:
+        raise SystemExit(f"child run in {tree} failed:\n{done.stderr[-3000:]}")
+    return json.loads(done.stdout.strip().splitlines()[-1])
+
+
+def baseline_tree(revision: str, workdir: Path) -> Path:
+    """A git worktree of `revision` under `workdir`, with the optional compiled kernel built."""
+    tree = workdir / "baseline"
+    subprocess.run(["git", "-C", str(ROOT), "worktree", "add", "--detach", "--force", str(tree), revision], check=True,
+                   capture_output=True)
+    subprocess.run([sys.executable, "setup.py", "-q", "build_ext", "--inplace"], cwd=str(tree), capture_output=True)
+    return tree
+
+
+def remove_tree(tree: Path) -> None:
+    subprocess.run(["git", "-C", str(ROOT), "worktree", "remove", "--force", str(tree)], capture_output=True)
+
+
+def merge_base(branch: str = "main") -> str:
+    """The commit this checkout branched from `branch` (the default baseline)."""
+    out = subprocess.run(["git", "-C", str(ROOT), "merge-base", "HEAD", branch], capture_output=True, text=True)
+    if out.returncode != 0:
+        raise SystemExit(f"git merge-base HEAD {branch} failed: {out.stderr.strip()}; pass --baseline REV")
+    return out.stdout.strip()[:12]
 
 
 def machine() -> str:

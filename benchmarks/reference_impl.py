@@ -14,14 +14,18 @@ import torch
 
 from spacy_elmo.bilm.char_ids import batch_to_ids
 from spacy_elmo.bilm.model import BiLM
+from spacy_elmo.bilm.token_encoder import CharCNNEncoder
 
 
 class ReferenceStyleELMo:
     def __init__(self, model: BiLM) -> None:
         self.model = model
         enc = model.token_encoder
+        if not isinstance(enc, CharCNNEncoder):
+            raise ValueError("the reference-style forward pass needs a character-input biLM")
         self.char_embed = enc.char_embed.detach()
-        self.convs = [(w.detach().permute(2, 1, 0).contiguous(), b.detach()) for w, b in zip(enc.conv_weights, enc.conv_biases)]
+        self.convs = [(w.detach().permute(2, 1, 0).contiguous(), b.detach())
+                      for w, b in zip(enc.conv_weights, enc.conv_biases)]
         self.activation = torch.relu if model.config.activation == "relu" else torch.tanh
         self.enc = enc
         self.lstm = model.lstm

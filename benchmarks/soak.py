@@ -108,7 +108,8 @@ def soak(tokens: int, n_process: int, every: int, weights, warmup: float, n_sent
         worst = max(worst, float(numpy.abs(nlp(PROBE)._.elmo - reference).max()))
     growth = growth_after_warmup(samples, warmup_share(warmup, n_process) * processed)
     return {"n_process": n_process, "tokens": processed, "docs": docs, "seconds": elapsed,
-            "sentences": n_sentences, "words_per_s": processed / elapsed, "samples": samples, "growth_after_warmup_mb": growth,
+            "sentences": n_sentences, "words_per_s": processed / elapsed, "samples": samples,
+            "growth_after_warmup_mb": growth,
             "probe_max_abs_diff": worst}
 
 
@@ -120,7 +121,8 @@ def main() -> None:
     parser.add_argument("--weights", default=None)
     parser.add_argument("--sentences", type=int, default=2000,
                         help="draw docs from the first N EWT train sentences (0: all; see above)")
-    parser.add_argument("--warmup", type=float, default=0.2, help="share of the run counted as warm-up, per process (see above)")
+    parser.add_argument("--warmup", type=float, default=0.2,
+                        help="share of the run counted as warm-up, per process (see above)")
     parser.add_argument("--max-growth-mb", type=float, default=50.0)
     parser.add_argument("--tolerance", type=float, default=0.0, help="largest allowed probe difference")
     parser.add_argument("--json", default=None)

@@ -17,7 +17,7 @@ import pytest
 DOCS = Path(__file__).resolve().parent.parent / "docs"
 PAGES = [
     "README.md", "component.md", "extensions.md", "architectures.md", "cli.md", "pretraining.md", "project.md",
-    "python-api.md",
+    "python-api.md", "internals.md",
 ]
 PREFIX = "spacy-elmo."
 

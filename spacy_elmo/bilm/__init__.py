@@ -1,13 +1,16 @@
 """The biLM in pure PyTorch: no spaCy import anywhere below this package."""
+from .backends import BACKENDS, BackendError
 from .cache import TokenCache
 from .char_ids import CharIdEncoder, batch_to_ids, token_to_char_ids
 from .config import BiLMConfig, OptionsError, published_shapes
-from .lstm import BiLSTMStack, LSTMState
+from .lstm import BiLSTMStack, LSTMState, TokenRows
 from .model import BiLM, BiLMOutput, length_sorted_batches
 from .token_encoder import CharCNNEncoder, WordEncoder
 from .vocab import Vocabulary
 
 __all__ = [
+    "BACKENDS",
+    "BackendError",
     "BiLM",
     "BiLMOutput",
     "BiLMConfig",
@@ -17,6 +20,7 @@ __all__ = [
     "LSTMState",
     "OptionsError",
     "TokenCache",
+    "TokenRows",
     "Vocabulary",
     "WordEncoder",
     "batch_to_ids",

@@ -1,25 +1,23 @@
-"""The LSTM cell of one step as one compiled pass (optional): the inference
-update, and the training loop's forward and backward cell.
+"""The LSTM cell of one step as one compiled pass (the `onednn+kernel` backend):
+the inference update, and the training loop's forward and backward cell.
 
 `_lstm_cell.c` computes the four gate sigmoids, the (doubled, clipped) cell
 and the projection input `m` in one pass over the step's gates, where eager
 PyTorch needs a fused-sigmoid product plus seven element-wise passes. It is
 built at install time where a C compiler with OpenMP exists; it runs on x86-64
-CPUs with AVX2 and FMA. Anywhere else (or with `ENABLED = False`, for A/B runs
-and for the tests that compare both) `usable()` is false and the LSTM keeps
-PyTorch's ops (`lstm._cell_update`). Rows are independent: a row's result is
-the same bits whatever the number of rows or threads.
+CPUs with AVX2 and FMA, on contiguous float32 CPU tensors. Rows are
+independent: a row's result is the same bits whatever the number of rows or
+threads.
 """
-from typing import Optional
+from typing import Any, Optional, Sequence, Tuple
 
 import torch
 
+_lstm_cell: Any
 try:
-    from . import _lstm_cell
+    from . import _lstm_cell  # type: ignore[attr-defined,no-redef]  # the compiled extension (optional)
 except ImportError:  # not built here: no compiler at install time, or a platform it does not target
     _lstm_cell = None
-
-ENABLED = True
 
 _AVAILABLE: Optional[bool] = None
 
@@ -32,11 +30,6 @@ def available() -> bool:
     return _AVAILABLE
 
 
-def usable(x: torch.Tensor) -> bool:
-    """Whether the cell of a step on tensors like `x` may go through the kernel."""
-    return ENABLED and x.device.type == "cpu" and x.dtype == torch.float32 and not torch.is_grad_enabled() and available()
-
-
 def update(
     gates: torch.Tensor,
     c2: torch.Tensor,
@@ -45,7 +38,7 @@ def update(
     addend: Optional[torch.Tensor] = None,
     addend_index: Optional[torch.Tensor] = None,
 ) -> None:
-    """`lstm._cell_update` from the gates' pre-activations (j's doubled), in place.
+    """`lstm_inference.cell_update` from the gates' pre-activations (j's doubled), in place.
 
     gates (rows, 4H): the step product without activation; c2 (rows, H): the
     doubled cell, updated; m (rows, H): receives o (sigmoid(c2) - 1/2).
@@ -54,33 +47,31 @@ def update(
     inputs are rows of a token table, computed once per distinct token).
     """
     rows, hidden = c2.shape
-    checks = [(gates, (rows, 4 * hidden), torch.float32), (c2, (rows, hidden), torch.float32), (m, (rows, hidden), torch.float32)]
+    _check([(gates, (rows, 4 * hidden), torch.float32), (c2, (rows, hidden), torch.float32),
+            (m, (rows, hidden), torch.float32)])
+    add: Tuple[int, int, int] = (0, 0, 0)
     if addend is not None:
-        checks += [(addend, (addend.shape[0], 4 * hidden), torch.float32), (addend_index, (rows,), torch.int64)]
-    for t, shape, dtype in checks:
-        if t is None or t.shape != shape or t.dtype != dtype or t.device.type != "cpu" or not t.is_contiguous():
-            got = "None" if t is None else f"{t.dtype} {tuple(t.shape)}"
-            raise ValueError(f"cell kernel: expected a contiguous {dtype} CPU tensor of shape {shape}, got {got}")
+        if addend_index is None:
+            raise ValueError("cell kernel: an addend needs its addend_index")
+        _check([(addend, (addend.shape[0], 4 * hidden), torch.float32), (addend_index, (rows,), torch.int64)])
+        add = (addend.data_ptr(), addend.shape[0], addend_index.data_ptr())
     clip2 = 2.0 * cell_clip if cell_clip else float("inf")
-    add = (addend.data_ptr(), addend.shape[0], addend_index.data_ptr()) if addend is not None else (0, 0, 0)
     _lstm_cell.update(gates.data_ptr(), c2.data_ptr(), m.data_ptr(), rows, hidden, clip2, torch.get_num_threads(), *add)
 
 
-def usable_for_training(x: torch.Tensor) -> bool:
-    """Whether the training loop's cell on tensors like `x` may go through the kernel."""
-    return ENABLED and x.device.type == "cpu" and x.dtype == torch.float32 and available()
-
-
-def _check(tensors, rows: int, hidden: int) -> None:
-    for t, width in tensors:
-        if t.shape != (rows, width) or t.dtype != torch.float32 or t.device.type != "cpu" or not t.is_contiguous():
+def _check(tensors: Sequence[Tuple[torch.Tensor, Tuple[int, ...], torch.dtype]]) -> None:
+    """The kernel reads raw memory: every tensor must be contiguous, on the CPU, of this shape and dtype."""
+    for t, shape, dtype in tensors:
+        if t.shape != shape or t.dtype != dtype or t.device.type != "cpu" or not t.is_contiguous():
             raise ValueError(
-                f"cell kernel: expected a contiguous float32 CPU tensor of shape {(rows, width)}, "
+                f"cell kernel: expected a contiguous {dtype} CPU tensor of shape {shape}, "
                 f"got {t.dtype} {tuple(t.shape)}"
             )
 
 
-def train_forward(gates: torch.Tensor, c: torch.Tensor, c_raw: torch.Tensor, tanh_c: torch.Tensor, m: torch.Tensor, cell_clip: float) -> None:
+def train_forward(
+    gates: torch.Tensor, c: torch.Tensor, c_raw: torch.Tensor, tanh_c: torch.Tensor, m: torch.Tensor, cell_clip: float
+) -> None:
     """One training step's cell (see `lstm_train._cell_forward`), in place.
 
     gates (rows, 4H): pre-activations in, activations (s_i, s_f, s_o, tanh j)
@@ -88,7 +79,8 @@ def train_forward(gates: torch.Tensor, c: torch.Tensor, c_raw: torch.Tensor, tan
     tanh_c, m (rows, H): written.
     """
     rows, hidden = c.shape
-    _check([(gates, 4 * hidden), (c, hidden), (c_raw, hidden), (tanh_c, hidden), (m, hidden)], rows, hidden)
+    f32 = torch.float32
+    _check([(gates, (rows, 4 * hidden), f32)] + [(t, (rows, hidden), f32) for t in (c, c_raw, tanh_c, m)])
     clip = float(cell_clip) if cell_clip else float("inf")
     _lstm_cell.train_forward(gates.data_ptr(), c.data_ptr(), c_raw.data_ptr(), tanh_c.data_ptr(), m.data_ptr(),
                              rows, hidden, clip, torch.get_num_threads())
@@ -105,12 +97,13 @@ def train_backward(gates: torch.Tensor, d_gates: torch.Tensor, dm: torch.Tensor,
     step's c_raw), as given otherwise (the initial state).
     """
     rows, hidden = dc.shape
-    _check([(gates, 4 * hidden), (d_gates, 4 * hidden), (dm, hidden), (dc, hidden), (c_raw, hidden), (tanh_c, hidden),
-            (c_prev, hidden)], rows, hidden)
+    f32 = torch.float32
+    _check([(gates, (rows, 4 * hidden), f32), (d_gates, (rows, 4 * hidden), f32)]
+           + [(t, (rows, hidden), f32) for t in (dm, dc, c_raw, tanh_c, c_prev)])
     clip = float(cell_clip) if cell_clip else float("inf")
     prev_clip = clip if clip_prev else float("inf")
-    _lstm_cell.train_backward(gates.data_ptr(), d_gates.data_ptr(), dm.data_ptr(), dc.data_ptr(), c_raw.data_ptr(), tanh_c.data_ptr(),
-                              c_prev.data_ptr(), rows, hidden, clip, prev_clip, torch.get_num_threads())
+    pointers = (t.data_ptr() for t in (gates, d_gates, dm, dc, c_raw, tanh_c, c_prev))
+    _lstm_cell.train_backward(*pointers, rows, hidden, clip, prev_clip, torch.get_num_threads())
 
 
-__all__ = ["ENABLED", "available", "update", "usable", "usable_for_training", "train_forward", "train_backward"]
+__all__ = ["available", "update", "train_forward", "train_backward"]

@@ -9,7 +9,8 @@ model, never recognised from text. `boundary_strings=True` maps the strings
 "<S>" and "</S>" to the boundary ids as the reference vocabulary did (for
 parity with its fixtures and with corpora that mark boundaries that way).
 """
-from typing import Dict, Iterable, List
+from functools import lru_cache
+from typing import Iterable, List
 
 import numpy
 
@@ -42,6 +43,15 @@ def token_to_char_ids(token: str, max_chars: int = 50) -> numpy.ndarray:
     return ids
 
 
+@lru_cache(maxsize=100_000)
+def _cached_ids(token: str, max_chars: int) -> numpy.ndarray:
+    """`token_to_char_ids`, kept for the most recent 100,000 (token, max_chars): a
+    corpus repeats its frequent words constantly. Read-only: the rows are shared."""
+    ids = token_to_char_ids(token, max_chars)
+    ids.flags.writeable = False
+    return ids
+
+
 class CharIdEncoder:
     """Maps tokens to char-id rows, with the two sentence boundaries precomputed.
 
@@ -49,31 +59,21 @@ class CharIdEncoder:
     tokens; the tokens follow in the given order.
     """
 
-    def __init__(self, max_chars: int = 50, cache_size: int = 100_000, boundary_strings: bool = False) -> None:
+    def __init__(self, max_chars: int = 50, boundary_strings: bool = False) -> None:
         self.max_chars = max_chars
         self.bos = _boundary(BOS_CHAR, max_chars)
         self.eos = _boundary(EOS_CHAR, max_chars)
-        self._cache: Dict[str, numpy.ndarray] = {}
-        self._cache_size = cache_size
         self.boundary_strings = boundary_strings
-        if boundary_strings:
-            self._cache.update({"<S>": self.bos, "</S>": self.eos})
+
+    def ids(self, token: str) -> numpy.ndarray:
+        """The (max_chars,) ids of one token (read-only)."""
+        if self.boundary_strings and token in ("<S>", "</S>"):
+            return self.bos if token == "<S>" else self.eos
+        return _cached_ids(token, self.max_chars)
 
     def encode(self, tokens: Iterable[str]) -> numpy.ndarray:
         """(2 + n, max_chars) ids: BOS, EOS, then each token."""
-        rows: List[numpy.ndarray] = [self.bos, self.eos]
-        cache = self._cache
-        for token in tokens:
-            ids = cache.get(token)
-            if ids is None:
-                ids = token_to_char_ids(token, self.max_chars)
-                if len(cache) >= self._cache_size:
-                    cache.clear()
-                    if self.boundary_strings:
-                        cache.update({"<S>": self.bos, "</S>": self.eos})
-                cache[token] = ids
-            rows.append(ids)
-        return numpy.stack(rows)
+        return numpy.stack([self.bos, self.eos] + [self.ids(token) for token in tokens])
 
 
 def char_lengths(char_ids: numpy.ndarray) -> numpy.ndarray:

@@ -7,7 +7,7 @@ file is parsed strictly: a typo'd key is an error, not a silently ignored
 setting.
 """
 from dataclasses import asdict, dataclass, replace
-from typing import Any, Dict, List, Optional, Tuple
+from typing import Any, Dict, Optional, Tuple
 
 # Keys bilm-tf writes into options.json for training bookkeeping. They do not
 # change the network, so they are accepted and ignored.
@@ -153,6 +153,7 @@ class BiLMConfig:
                 f"and optionally bilm-tf's training keys {sorted(_TRAINING_ONLY_KEYS)}"
             )
         lstm = _section(options, "lstm", source, required=True)
+        assert lstm is not None  # required: _section raised otherwise
         _check_keys(lstm, _LSTM_KEYS, {"dim", "projection_dim", "n_layers"}, f"{source} [lstm]")
         char_cnn = _section(options, "char_cnn", source, required=False)
         kwargs: Dict[str, Any] = dict(

@@ -61,7 +61,8 @@ class SoftmaxHead(nn.Module):
                 self.bias.zero_()
 
     def config(self) -> dict:
-        return {"kind": self.kind, "n_vocab": self.n_vocab, "dim": self.dim, "n_samples": self.n_samples, "cutoffs": self.cutoffs}
+        return {"kind": self.kind, "n_vocab": self.n_vocab, "dim": self.dim, "n_samples": self.n_samples,
+                "cutoffs": self.cutoffs}
 
     def log_prob(self, hidden: torch.Tensor, targets: torch.Tensor) -> torch.Tensor:
         """Exact log p(target | hidden) for each row: (n, dim), (n,) -> (n,)."""
@@ -76,11 +77,15 @@ class SoftmaxHead(nn.Module):
             parts.append(gold - torch.logsumexp(logits, dim=-1))
         return torch.cat(parts) if parts else hidden.new_zeros((0,))
 
-    def loss(self, hidden: torch.Tensor, targets: torch.Tensor, generator: Optional[torch.Generator] = None) -> torch.Tensor:
+    def loss(
+        self, hidden: torch.Tensor, targets: torch.Tensor, generator: Optional[torch.Generator] = None
+    ) -> torch.Tensor:
         """Summed negative log likelihood used for training (sampled where configured)."""
         return self.nll(hidden, targets, generator).sum()
 
-    def nll(self, hidden: torch.Tensor, targets: torch.Tensor, generator: Optional[torch.Generator] = None) -> torch.Tensor:
+    def nll(
+        self, hidden: torch.Tensor, targets: torch.Tensor, generator: Optional[torch.Generator] = None
+    ) -> torch.Tensor:
         """Each row's training negative log likelihood (n,): sampled where configured,
         with one set of negatives for all the rows of a call."""
         if hidden.shape[0] == 0:
@@ -92,7 +97,9 @@ class SoftmaxHead(nn.Module):
             return nn.functional.cross_entropy(logits, targets, reduction="none")
         return self._sampled_nll(hidden, targets, generator)
 
-    def _sampled_nll(self, hidden: torch.Tensor, targets: torch.Tensor, generator: Optional[torch.Generator]) -> torch.Tensor:
+    def _sampled_nll(
+        self, hidden: torch.Tensor, targets: torch.Tensor, generator: Optional[torch.Generator]
+    ) -> torch.Tensor:
         device = hidden.device
         log_range = math.log(self.n_vocab + 1)
         u = torch.rand(self.n_samples, generator=generator).to(device)
@@ -111,7 +118,8 @@ class SoftmaxHead(nn.Module):
         where = torch.searchsorted(sampled, targets).clamp_(max=sampled.shape[0] - 1)
         rows = (sampled[where] == targets).nonzero().squeeze(1)
         if rows.numel():
-            logits = logits.index_put((rows, where[rows]), torch.tensor(float("-inf"), device=device, dtype=logits.dtype))
+            minus_inf = torch.tensor(float("-inf"), device=device, dtype=logits.dtype)
+            logits = logits.index_put((rows, where[rows]), minus_inf)
         # cross entropy with the true class first, without building [true, sampled]
         normalizer = torch.logaddexp(true_logits, torch.logsumexp(logits, dim=1))
         return normalizer - true_logits

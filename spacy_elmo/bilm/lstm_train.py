@@ -16,12 +16,11 @@ in it:
   h_{t-1}; the weight gradients are then one product over all positions.
 
 The cell's element-wise work goes through the compiled kernel
-(`cell_kernel.train_forward` / `train_backward`) where it is built, and
-PyTorch's ops elsewhere (other dtypes, devices, or `cell_kernel.ENABLED =
-False`); `lstm._recurrence_autograd` is the plain-autograd reference both are
-tested against.
+(`cell_kernel.train_forward` / `train_backward`) on the `onednn+kernel`
+backend, PyTorch's ops on the others; the `reference` backend's plain
+recurrence (`lstm.reference_layer`) is what both are tested against.
 """
-from typing import List, Sequence, Tuple
+from typing import Any, List, Optional, Sequence, Tuple
 
 import numpy
 import torch
@@ -119,7 +118,8 @@ def _cell_backward(gates, d_gates, dm, dc, c_raw, tanh_c, c_prev, cell_clip, cli
         if clip_prev:
             c_prev = c_prev.clamp(-cell_clip, cell_clip)
     torch.cat(
-        [d * j * s_i * (1.0 - s_i), d * c_prev * s_f * (1.0 - s_f), dm * tanh_c * s_o * (1.0 - s_o), d * s_i * (1.0 - j * j)],
+        [d * j * s_i * (1.0 - s_i), d * c_prev * s_f * (1.0 - s_f), dm * tanh_c * s_o * (1.0 - s_o),
+         d * s_i * (1.0 - j * j)],
         dim=1,
         out=d_gates,
     )
@@ -142,10 +142,9 @@ class LayerRecurrence(torch.autograd.Function):
     """
 
     @staticmethod
-    def forward(ctx, inputs, w_ih, bias, w_hh, w_proj, h0, c0, plan: PackPlan, clips):
+    def forward(ctx, inputs, w_ih, bias, w_hh, w_proj, h0, c0, plan: PackPlan, clips, kernel: bool):
         cell_clip, proj_clip = clips
         H, P, P_in, N = w_hh.shape[2] // 4, w_proj.shape[2], inputs.shape[2], plan.total
-        kernel = cell_kernel.usable_for_training(inputs)
         weight = torch.cat([w_ih, w_hh], dim=1)  # (2, P_in + P, 4H)
         full_bias = (bias + forget_offset(H, bias)).squeeze(1)
         gates = inputs.new_empty((2, N, 4 * H))  # activations, kept for the backward pass
@@ -205,8 +204,8 @@ class LayerRecurrence(torch.autograd.Function):
                     c_prev = c_raw[d, prev : prev + a]
                 else:
                     c_prev = c0[d, :a].contiguous()
-                _cell_backward(gates[d, rows], d_gates[d, rows], dm[:a], dc[d, :a], c_raw[d, rows], tanh_c[d, rows], c_prev,
-                               cell_clip, t > 0, kernel)
+                _cell_backward(gates[d, rows], d_gates[d, rows], dm[:a], dc[d, :a], c_raw[d, rows], tanh_c[d, rows],
+                               c_prev, cell_clip, t > 0, kernel)
                 torch.mm(d_gates[d, rows], weight[d].t(), out=dxh[:a])
                 grad_inputs[d, rows] = dxh[:a, :P_in]
                 dh_t.copy_(dxh[:a, P_in:])
@@ -215,14 +214,16 @@ class LayerRecurrence(torch.autograd.Function):
         grad_weight = torch.bmm(xh_all.transpose(1, 2), d_gates)
         grad_bias = d_gates.sum(dim=1, keepdim=True)
         grad_w_proj = torch.bmm(m.transpose(1, 2), d_hpre)
-        return grad_inputs, grad_weight[:, :P_in], grad_bias, grad_weight[:, P_in:], grad_w_proj, dh, dc, None, None
+        grad_w_ih, grad_w_hh = grad_weight[:, :P_in], grad_weight[:, P_in:]
+        return grad_inputs, grad_w_ih, grad_bias, grad_w_hh, grad_w_proj, dh, dc, None, None, None
 
 
 def run_stack(
-    stack, inputs: torch.Tensor, lengths: Sequence[int], state
+    stack: Any, inputs: torch.Tensor, lengths: Sequence[int], state: Any, kernel: bool
 ) -> Tuple[List[torch.Tensor], Tuple[List[torch.Tensor], List[torch.Tensor]]]:
     """`BiLSTMStack.forward` with gradients: every layer over packed positions.
 
+    kernel: the cell through the compiled kernel (float32 CPU tensors).
     Returns the padded outputs per layer and the final (h, c) per layer, rows
     in their original order.
     """
@@ -231,16 +232,16 @@ def run_stack(
     dropout = stack.dropout if stack.training else 0.0
     clips = (stack.cell_clip or 0.0, stack.proj_clip or 0.0)
     outputs, finals_h, finals_c = [], [], []
-    x = None  # the previous layer's packed output
+    x: Optional[torch.Tensor] = None  # the previous layer's packed output
     for layer in range(stack.n_layers):
         h0 = state.h[layer].index_select(1, plan.order)
         c0 = state.c[layer].index_select(1, plan.order)
-        layer_input = plan.pack(inputs) if layer == 0 else x
+        layer_input = plan.pack(inputs) if x is None else x
         if dropout:
             layer_input = torch.nn.functional.dropout(layer_input, dropout, True)
         params = (stack.weight_ih[layer], stack.bias[layer], stack.weight_hh[layer], stack.weight_proj[layer])
-        out, h_n, c_n = LayerRecurrence.apply(layer_input, *params, h0, c0, plan, clips)
-        if stack.use_skip_connections and layer > 0:
+        out, h_n, c_n = LayerRecurrence.apply(layer_input, *params, h0, c0, plan, clips, kernel)
+        if stack.use_skip_connections and x is not None:
             out = out + x
         x = out
         outputs.append(plan.unpack(out, batch))

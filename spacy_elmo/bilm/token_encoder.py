@@ -13,15 +13,17 @@ highway layers, projection) but without its wasted work:
   the max-pool as that constant wherever the reference has such a window.
 """
 import math
-from typing import List
+from typing import List, Optional
 
 import numpy
 import torch
 from torch import nn
 
-from . import onednn
+from . import backends, onednn
+from .backends import AUTO
 from .char_ids import PAD_ID
 from .config import BiLMConfig
+from .heights import pad_rows, product_rows
 
 # cap on the rows of one convolution product, so memory stays bounded
 _MAX_CONV_ELEMENTS = 1 << 24
@@ -30,8 +32,9 @@ _MAX_CONV_ELEMENTS = 1 << 24
 class CharCNNEncoder(nn.Module):
     """Character ids (n, max_chars) -> token vectors (n, output_dim)."""
 
-    def __init__(self, config: BiLMConfig) -> None:
+    def __init__(self, config: BiLMConfig, backend: str = AUTO) -> None:
         super().__init__()
+        self.backend = backends.check(backend)  # see backends.py; BiLM sets it for the whole model
         self.max_chars = config.max_characters_per_token
         self.activation = config.activation
         dim = config.char_embedding_dim
@@ -58,9 +61,10 @@ class CharCNNEncoder(nn.Module):
         last_start = torch.tensor(
             [self.max_chars - w for w, n in config.filters for _ in range(n)], dtype=torch.long
         )
+        self._last_start: torch.Tensor
         self.register_buffer("_last_start", last_start, persistent=False)
 
-    def reset_parameters(self, generator: torch.Generator = None) -> None:
+    def reset_parameters(self, generator: Optional[torch.Generator] = None) -> None:
         """Initialisation for training from scratch (as bilm-tf's defaults)."""
         with torch.no_grad():
             self.char_embed.uniform_(-1.0, 1.0, generator=generator)
@@ -97,13 +101,25 @@ class CharCNNEncoder(nn.Module):
         else:
             x = torch.tanh(pooled)
         for weight, bias in zip(self.highways, self.highway_biases):
-            h = _product(bias, x, weight)
+            h = self._product(bias, x, weight)
             transform = torch.relu(h[:, : self.n_filters])
             carry = torch.sigmoid(h[:, self.n_filters :])
             x = torch.addcmul(x, carry, transform - x)  # carry * transform + (1 - carry) * x
         if self.has_projection:
-            x = _product(self.proj_bias, x, self.proj_weight)
+            x = self._product(self.proj_bias, x, self.proj_weight)
         return x
+
+    def _product(self, bias: torch.Tensor, x: torch.Tensor, weight: torch.Tensor) -> torch.Tensor:
+        """`addmm(bias, x, weight)`; without gradients its rows do not depend on how
+        many rows x has (padded to `product_rows`), on oneDNN where the backend
+        says so (the (in, out) weight passed as a transposed view, no copy)."""
+        if torch.is_grad_enabled():
+            return torch.addmm(bias, x, weight)
+        backend = backends.select(self.backend, x)
+        n = x.shape[0]
+        x = pad_rows(x, product_rows(n, backend.library, "encoder"))
+        out = onednn.linear(x, weight.t(), bias) if backend.onednn else torch.addmm(bias, x, weight)
+        return out[:n]
 
     def pool(self, char_ids: torch.Tensor) -> torch.Tensor:
         """Max-pooled convolutions (before the activation), (n, n_filters)."""
@@ -133,7 +149,7 @@ class CharCNNEncoder(nn.Module):
                 mask = torch.zeros(valid.shape, dtype=kernel.dtype, device=kernel.device)
                 mask.masked_fill_(~valid, float("-inf"))
             # the constant all-padding window exists iff it starts inside max_chars
-            with_pad = (n_pos <= self._last_start).to(kernel.dtype)
+            with_pad = (self._last_start >= n_pos).to(kernel.dtype)
             pad_floor = torch.where(with_pad > 0, pad_value, torch.full_like(pad_value, float("-inf")))
             rows_per_chunk = max(1, _MAX_CONV_ELEMENTS // (n_pos * kernel.shape[1]))
             for lo in range(start, end, rows_per_chunk):
@@ -143,38 +159,13 @@ class CharCNNEncoder(nn.Module):
                     emb = nn.functional.pad(emb, (0, 0, 0, n_pos + wmax - 1 - span))
                 windows = emb.unfold(1, wmax, 1)  # (n, n_pos, dim, wmax)
                 windows = windows.transpose(2, 3).reshape(-1, wmax * dim)
-                conv = _product(bias, windows, kernel).view(len(idx), n_pos, -1)
+                conv = self._product(bias, windows, kernel).view(len(idx), n_pos, -1)
                 pooled = (conv if mask is None else conv + mask).amax(dim=1)
                 parts.append(torch.maximum(pooled, pad_floor))
         pooled_sorted = torch.cat(parts, dim=0)
         inverse = torch.empty_like(order_t)
         inverse[order_t] = torch.arange(len(order_t), device=order_t.device)
         return pooled_sorted[inverse]
-
-
-# Without gradients, products are padded to at least this many rows: MKL computes
-# shorter ones with kernels whose last bits differ (on 2 threads, measured for the
-# whole encoder: rows of batches under 44 tokens differed, 44 to 700 agreed), and
-# the heights here follow the batch (how many new tokens, grouped by length).
-MIN_PRODUCT_ROWS = 64
-
-
-def _product(bias: torch.Tensor, x: torch.Tensor, weight: torch.Tensor) -> torch.Tensor:
-    """`addmm(bias, x, weight)` whose rows do not depend on how many rows x has.
-
-    Without gradients it runs on oneDNN where usable (`onednn.py`; the (in, out)
-    weight passed as a transposed view, no copy): with the highway's single
-    addcmul, 1.1x on the encoder of the small shapes. Products are padded
-    with zero rows to the height from which rows come out the same bits, and
-    on oneDNN to one of a few heights (`onednn.padded_rows`).
-    """
-    if torch.is_grad_enabled():
-        return torch.addmm(bias, x, weight)
-    use_onednn = onednn.usable(x)
-    n = x.shape[0]
-    x = onednn.pad_rows(x, onednn.padded_rows(n) if use_onednn else max(n, MIN_PRODUCT_ROWS))
-    out = onednn.linear(x, weight.t(), bias) if use_onednn else torch.addmm(bias, x, weight)
-    return out[:n]
 
 
 class WordEncoder(nn.Module):
@@ -185,7 +176,7 @@ class WordEncoder(nn.Module):
         self.embedding = nn.Parameter(torch.zeros(config.n_tokens_vocab, config.projection_dim))
         self.output_dim = config.projection_dim
 
-    def reset_parameters(self, generator: torch.Generator = None) -> None:
+    def reset_parameters(self, generator: Optional[torch.Generator] = None) -> None:
         with torch.no_grad():
             self.embedding.uniform_(-1.0, 1.0, generator=generator)
 

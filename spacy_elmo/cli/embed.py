@@ -7,26 +7,40 @@ import typer
 from tqdm import tqdm
 from wasabi import msg
 
-from ..bilm.model import EMBED_BATCH_SENTENCES, EMBED_BATCH_TOKENS
+from ..bilm.backends import BackendError
+from ..bilm.embedding import EMBED_BATCH_SENTENCES, EMBED_BATCH_TOKENS
 from ._util import fail, load_weights_or_fail, pick_device
 
 
 def embed_cli(
-    input_path: Path = typer.Argument(..., help="Text file: one sentence per line, tokens separated by whitespace", exists=True, dir_okay=False),
+    input_path: Path = typer.Argument(
+        ..., help="Text file: one sentence per line, tokens separated by whitespace", exists=True, dir_okay=False
+    ),
     output_path: Path = typer.Argument(..., help="HDF5 file to write"),
-    weights: Optional[Path] = typer.Option(None, "--weights", "-w", help="Weights directory (default: embedded English model)"),
+    weights: Optional[Path] = typer.Option(
+        None, "--weights", "-w", help="Weights directory (default: embedded English model)"
+    ),
     batch_size: int = typer.Option(EMBED_BATCH_SENTENCES, "--batch-size", "-b", help="Most sentences per batch"),
     batch_tokens: int = typer.Option(EMBED_BATCH_TOKENS, "--batch-tokens", help="Most padded tokens per batch"),
-    chunk_lines: int = typer.Option(4096, "--chunk-lines", help="Lines embedded between flushes to OUTPUT.partial (at most this much work is lost to a crash)"),
+    chunk_lines: int = typer.Option(
+        4096, "--chunk-lines",
+        help="Lines embedded between flushes to OUTPUT.partial (at most this much work is lost to a crash)",
+    ),
     layers: str = typer.Option("all", "--layers", "-l", help="all (L+1, n, w), top, average, or mix (n, w)"),
     mix: Optional[str] = typer.Option(None, "--mix", help="With --layers mix: comma-separated layer weights"),
-    shard: Optional[str] = typer.Option(None, "--shard", help="K/N: embed lines with number % N == K into OUTPUT.shard-K-of-N"),
+    shard: Optional[str] = typer.Option(
+        None, "--shard", help="K/N: embed lines with number % N == K into OUTPUT.shard-K-of-N"
+    ),
     join: int = typer.Option(0, "--join", help="Only join N finished shard files into OUTPUT"),
     resume: bool = typer.Option(False, "--resume", help="Continue an interrupted run (OUTPUT.partial)"),
     overwrite: bool = typer.Option(False, "--overwrite", help="Replace an existing or interrupted output"),
     cache: int = typer.Option(50000, "--cache", help="Token-encoder cache size (0: off)"),
     precision: str = typer.Option("float32", "--precision", help="float32, or bfloat16/float16 autocast"),
-    encoding_errors: str = typer.Option("strict", "--encoding-errors", help="strict: stop at the first line that is not UTF-8; replace: read bad bytes as U+FFFD"),
+    backend: str = typer.Option("auto", "--backend", help="auto, reference, mkl, onednn or onednn+kernel (see `info`)"),
+    encoding_errors: str = typer.Option(
+        "strict", "--encoding-errors",
+        help="strict: stop at the first line that is not UTF-8; replace: read bad bytes as U+FFFD",
+    ),
     gpu_id: int = typer.Option(-1, "--gpu-id", "-g", help="GPU to use (-1: CPU; under torchrun: LOCAL_RANK)"),
     quiet: bool = typer.Option(False, "--quiet", "-q", help="No progress bar"),
 ) -> None:
@@ -65,6 +79,10 @@ def embed_cli(
             fail(f"--mix must be comma-separated numbers, got {mix!r}")
     loaded = load_weights_or_fail(weights)
     model = loaded.bilm.to(pick_device(gpu_id))
+    try:
+        model.backend = backend
+    except BackendError as err:
+        fail(f"--backend: {err}")
     if cache:
         model.enable_cache(cache)
     bar = tqdm(desc=f"embedding{f' shard {k}/{n}' if n > 1 else ''}", unit=" tok", unit_scale=True, disable=quiet)

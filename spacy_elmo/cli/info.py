@@ -9,17 +9,16 @@ import torch
 import typer
 from wasabi import msg
 
-from ..bilm import cell_kernel, onednn
+from ..bilm import backends
 from ._util import huge_pages, load_weights_or_fail
 
 
 def cpu_inference() -> dict:
-    """Which fast paths this install's CPU inference takes (all optional)."""
-    with torch.no_grad():
-        on_onednn = onednn.usable(torch.zeros(1))
+    """How this install computes on the CPU: the backend `auto` resolves to, every
+    backend and why it cannot run here (None: it can), and huge pages."""
     return {
-        "onednn_products": on_onednn,
-        "compiled_cell_kernel": on_onednn and cell_kernel.available(),
+        "backend": backends.resolve(backends.AUTO),
+        "backends": {name: backends.unavailable_reason(name) for name in backends.BACKENDS},
         "huge_page_tensors": huge_pages()["in_use"],
     }
 
@@ -79,7 +78,9 @@ def info_cli(
     msg.divider("machine")
     msg.table(list(info["machine"].items()))
     msg.divider("CPU inference on this install")
-    msg.table(list(info["cpu_inference"].items()))
+    cpu = info["cpu_inference"]
+    msg.table([("backend (auto)", cpu["backend"]), ("huge_page_tensors", cpu["huge_page_tensors"])])
+    msg.table([(name, reason or "available") for name, reason in cpu["backends"].items()])
     if info["metadata"]:
         msg.divider("metadata")
         msg.table([(k, v) for k, v in info["metadata"].items()])

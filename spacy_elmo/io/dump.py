@@ -19,14 +19,18 @@ import json
 import os
 import re
 from pathlib import Path
-from typing import Callable, Dict, Iterator, List, Optional, Sequence, Tuple, Union
+from typing import TYPE_CHECKING, Callable, Dict, Iterator, List, Optional, Sequence, Tuple, Union
 
 import numpy
 
-from ..bilm.model import EMBED_BATCH_SENTENCES, EMBED_BATCH_TOKENS, BiLM
+from ..bilm.embedding import EMBED_BATCH_SENTENCES, EMBED_BATCH_TOKENS
+from ..bilm.model import BiLM
 from ..faults import fault_point
 from .atomic import commit
 from .errors import WeightsError
+
+if TYPE_CHECKING:
+    import h5py
 
 PathLike = Union[str, Path]
 LAYER_MODES = ("all", "top", "average", "mix")
@@ -77,7 +81,9 @@ _NOT_TEXT = re.compile("[\udc80-\udcff\x00]")
 
 def _not_text_message(path: PathLike, number: int, line: str) -> str:
     found = _NOT_TEXT.search(line)
-    what = "a NUL byte (a binary file?)" if found.group() == "\x00" else f"the byte 0x{ord(found.group()) - 0xDC00:02x}, not UTF-8"
+    assert found is not None  # the caller found one
+    char = found.group()
+    what = "a NUL byte (a binary file?)" if char == "\x00" else f"the byte 0x{ord(char) - 0xDC00:02x}, not UTF-8"
     return (
         f"{path}: line {number + 1} (column {found.start() + 1}) holds {what}; fix the file, or pass "
         "--encoding-errors replace to read on (invalid bytes become U+FFFD)"

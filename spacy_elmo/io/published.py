@@ -22,6 +22,7 @@ import torch
 from ..bilm.config import BiLMConfig, OptionsError
 from ..bilm.lstm import INTERNAL_TO_TF, TF_TO_INTERNAL, permute_gates
 from ..bilm.model import BiLM
+from ..bilm.token_encoder import CharCNNEncoder, WordEncoder
 from ..bilm.vocab import Vocabulary
 from .errors import WeightsError
 
@@ -82,7 +83,9 @@ _FAMILIES = [
 ]
 
 
-def read_weights(path: PathLike, config: BiLMConfig, options_path: Optional[PathLike] = None) -> Dict[str, numpy.ndarray]:
+def read_weights(
+    path: PathLike, config: BiLMConfig, options_path: Optional[PathLike] = None
+) -> Dict[str, numpy.ndarray]:
     """Every dataset of `config` from an HDF5 file, checked against the options."""
     import h5py
 
@@ -149,7 +152,7 @@ def load_published(
 def _assign(model: BiLM, config: BiLMConfig, arrays: Dict[str, numpy.ndarray]) -> None:
     t = torch.from_numpy
     enc = model.token_encoder
-    if config.use_character_inputs:
+    if isinstance(enc, CharCNNEncoder):  # config.use_character_inputs
         enc.char_embed.zero_()
         enc.char_embed[1:] = t(arrays["char_embed"])
         for i in range(len(config.filters)):
@@ -164,7 +167,7 @@ def _assign(model: BiLM, config: BiLMConfig, arrays: Dict[str, numpy.ndarray]) -
         if enc.has_projection:
             enc.proj_weight.copy_(t(arrays["CNN_proj/W_proj"]))
             enc.proj_bias.copy_(t(arrays["CNN_proj/b_proj"]))
-    else:
+    elif isinstance(enc, WordEncoder):
         enc.embedding.copy_(t(arrays["embedding"]))
     P = config.projection_dim
     lstm = model.lstm
@@ -205,7 +208,7 @@ def _collect(model: BiLM, config: BiLMConfig) -> Dict[str, numpy.ndarray]:
 
     arrays: Dict[str, numpy.ndarray] = {}
     enc = model.token_encoder
-    if config.use_character_inputs:
+    if isinstance(enc, CharCNNEncoder):  # config.use_character_inputs
         arrays["char_embed"] = n(enc.char_embed[1:])
         for i in range(len(config.filters)):
             arrays[f"CNN/W_cnn_{i}"] = n(enc.conv_weights[i])[None]
@@ -219,7 +222,7 @@ def _collect(model: BiLM, config: BiLMConfig) -> Dict[str, numpy.ndarray]:
         if enc.has_projection:
             arrays["CNN_proj/W_proj"] = n(enc.proj_weight)
             arrays["CNN_proj/b_proj"] = n(enc.proj_bias)
-    else:
+    elif isinstance(enc, WordEncoder):
         arrays["embedding"] = n(enc.embedding)
     lstm = model.lstm
     for direction in (0, 1):

@@ -27,6 +27,7 @@ from thinc.layers.pytorchwrapper import forward as pytorch_forward
 from thinc.types import Floats3d
 from thinc.util import torch2xp, xp2torch
 
+from ..bilm import backends
 from ..bilm.config import BiLMConfig
 from ..bilm.model import BiLM, length_sorted_batches
 from ..bilm.weights_key import weights_key
@@ -54,6 +55,7 @@ def ElmoBiLM(
     token_cache_size: int = 50_000,
     doc_cache_bytes: int = DEFAULT_MAX_BYTES,
     mixed_precision: bool = False,
+    backend: str = "auto",
     seed: int = 0,
 ) -> Model[InT, OutT]:
     """The biLM over Docs; see the module docstring.
@@ -71,17 +73,25 @@ def ElmoBiLM(
     mixed_precision: run the biLM under autocast on CUDA (bfloat16 for
         prediction where the card has it, float16 with gradient scaling for
         fine-tuning); the layers come back as float32. No effect on CPU.
+    backend: how the biLM computes: "auto" (the best available on the machine
+        that runs it), "reference", "mkl", "onednn" or "onednn+kernel"
+        (`spacy-elmo info` lists them; docs/internals.md).
+    seed: the random weights' seed where `bilm` gives sizes.
     """
     if segmentation not in SEGMENTATIONS:
         raise ValueError(f"ElmoBiLM: segmentation must be one of {SEGMENTATIONS}, got {segmentation!r}")
     if max_window < 1 or max_length < 1 or batch_tokens < 1:
         raise ValueError("ElmoBiLM: max_window, max_length and batch_tokens must be >= 1")
+    try:
+        backends.check(backend)
+    except backends.BackendError as err:
+        raise ValueError(f"ElmoBiLM: {err}") from None
     fresh = None
     if bilm:
         settings = dict(bilm)
         if "filters" in settings:
             settings["filters"] = tuple(tuple(f) for f in settings["filters"])
-        fresh = BiLM(BiLMConfig(**settings))
+        fresh = BiLM(BiLMConfig(**settings), backend=backend)
         fresh.reset_parameters(seed)
     torch_layer: Model = Model(
         "elmo-torch",
@@ -105,6 +115,7 @@ def ElmoBiLM(
             "token_cache_size": token_cache_size,
             "doc_cache": DocCache(doc_cache_bytes),
             "mixed_precision": mixed_precision,
+            "backend": backend,
             "frozen": True,
             "weights": None,  # set by the component: a directory, or None for the embedded model
             "fresh": fresh is not None,
@@ -155,6 +166,7 @@ def get_bilm(model: Model) -> BiLM:
         assert bilm is not None
     if model.maybe_get_dim("nO") != bilm.width or model.maybe_get_dim("nL") != bilm.n_layers:
         _configure(model, bilm)
+    _apply_backend(model, bilm)
     return bilm
 
 
@@ -172,7 +184,15 @@ def check_ready(model: Model, name: str) -> None:
 def _configure(model: Model, bilm: BiLM) -> None:
     model.set_dim("nO", bilm.width, force=True)
     model.set_dim("nL", bilm.n_layers, force=True)
+    _apply_backend(model, bilm)
     _set_token_cache(model, bilm)
+
+
+def _apply_backend(model: Model, bilm: BiLM) -> None:
+    """A loaded, deserialized or installed biLM takes the architecture's backend setting."""
+    backend = model.attrs.get("backend", "auto")
+    if bilm.backend != backend:
+        bilm.backend = backend
 
 
 def _set_token_cache(model: Model, bilm: BiLM) -> None:
@@ -209,7 +229,7 @@ def predict_layers(model: Model, bilm: BiLM, docs: InT, use_doc_cache: bool = Fa
     cache: DocCache = model.attrs["doc_cache"]
     precision = _precision(model, bilm)
     if use_doc_cache and cache.enabled:
-        cache.bind(weights_key(bilm, precision))
+        cache.bind(weights_key(bilm, precision, bilm.backend))
     jobs: List[Tuple[int, List[int]]] = []  # (doc position, token indices)
     sentences: List[List[str]] = []
     keys = {}

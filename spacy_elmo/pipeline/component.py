@@ -43,6 +43,7 @@ batch_tokens = 4096
 token_cache_size = 50000
 doc_cache_bytes = 1073741824
 mixed_precision = false
+backend = "auto"
 """
 DEFAULT_MODEL = Config().from_str(DEFAULT_MODEL_CONFIG)["model"]
 

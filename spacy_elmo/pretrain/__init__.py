@@ -1,7 +1,8 @@
 """biLM pretraining: corpus streaming, vocabulary, batching, the loop, checkpoints."""
 from .corpus import TokenizedCorpus
 from .settings import DEFAULT_CONFIG, SettingsError, load_config
-from .trainer import Interrupted, Trainer, build_language_model, pretrain
+from .building import build_language_model
+from .trainer import Interrupted, Trainer, pretrain
 
 __all__ = [
     "DEFAULT_CONFIG",

@@ -32,7 +32,7 @@ class CheckpointError(RuntimeError):
 
 def rng_state() -> Dict[str, Any]:
     """Python's, numpy's and torch's global generator states, as plain values and tensors."""
-    np_state = numpy.random.get_state()
+    np_state: Any = numpy.random.get_state()  # a tuple (numpy's stubs say dict)
     version, internal, gauss = random.getstate()
     return {
         "python": [int(version), list(internal), gauss],
@@ -169,7 +169,9 @@ _LAYOUT: Dict[str, Tuple[bool, Callable[[Any], bool], str]] = {
     "optimizer": (True, _optimizer, "an optimizer state (state, param_groups)"),
     "progress": (True, _progress, f"a mapping with non-negative integers {', '.join(_PROGRESS_INTS)}"),
     "rng": (True, _rng, "the python, numpy and torch generator states"),
-    "sampler": (True, lambda v: _is_list(v, _is_byte_tensor) and len(v) > 0, "a list of generator states (uint8 tensors)"),
+    "sampler": (
+        True, lambda v: _is_list(v, _is_byte_tensor) and len(v) > 0, "a list of generator states (uint8 tensors)"
+    ),
     "vocab": (True, lambda v: _is_list(v, lambda w: isinstance(w, str)) and len(v) > 0, "a list of words"),
     "carried": (False, _carried, "None or the carried LSTM state [h tensors, c tensors]"),
     "config": (False, lambda v: v is None or isinstance(v, str), "the run's config as text"),

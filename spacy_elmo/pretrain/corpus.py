@@ -13,7 +13,7 @@ import hashlib
 import json
 from collections import Counter
 from pathlib import Path
-from typing import Callable, Dict, Iterable, Iterator, List, Optional, Sequence, Union
+from typing import Any, Callable, Dict, Iterable, Iterator, List, Optional, Sequence, Union
 
 from tqdm import tqdm
 
@@ -69,7 +69,8 @@ def _tokenized_lines(files: Sequence[Path], lang: str, batch_size: int = 1000) -
         with open_text(path) as handle:
             lines = (line.strip() for line in handle)
             lines = (line for line in lines if line)
-            for doc in nlp.tokenizer.pipe(lines, batch_size=batch_size):
+            tokenizer: Any = nlp.tokenizer  # a Tokenizer (spaCy types it as any callable)
+            for doc in tokenizer.pipe(lines, batch_size=batch_size):
                 yield [t.text for t in doc if not t.is_space]
 
 
@@ -130,7 +131,8 @@ class TokenizedCorpus:
         cache_dir.mkdir(parents=True, exist_ok=True)
         counts: Counter = Counter()
         n_segments = n_tokens = 0
-        bar = tqdm(desc=f"tokenizing {', '.join(f.name for f in files)}", unit=" tok", unit_scale=True, disable=not progress)
+        names = ", ".join(f.name for f in files)
+        bar = tqdm(desc=f"tokenizing {names}", unit=" tok", unit_scale=True, disable=not progress)
         try:
             with atomic_path(cache_file) as tmp, gzip.open(tmp, "wt", encoding="utf-8", compresslevel=3) as out:
                 for tokens in _tokenized_lines(files, lang):

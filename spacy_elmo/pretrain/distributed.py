@@ -14,9 +14,12 @@ so a collective on a CPU tensor (e.g. `all_gather_object` of the CPU sampler
 state) cannot fail under NCCL. The stop flag (`Dist.any`) is reduced on the
 rank's device. On CPU the group is plain gloo.
 """
+import hashlib
+import json
 import os
 from dataclasses import dataclass, field
-from typing import Optional
+from pathlib import Path
+from typing import List, Optional
 
 import torch
 import torch.distributed as dist
@@ -92,4 +95,22 @@ def shutdown(state: Dist) -> None:
         dist.destroy_process_group()
 
 
-__all__ = ["Dist", "init_distributed", "rank_device", "backend_for", "shutdown"]
+def check_replicas(state: Dist, module: torch.nn.Module, log: Path) -> Optional[List[Optional[str]]]:
+    """Under DDP, every replica must hold the same weights: their checksums are gathered,
+    logged (main process) and compared; RuntimeError if they differ. None without DDP."""
+    if not state.enabled:
+        return None
+    digest = hashlib.sha1()
+    for tensor in module.state_dict().values():
+        digest.update(tensor.detach().cpu().contiguous().numpy().tobytes())
+    checksums: List[Optional[str]] = [None] * state.world_size
+    dist.all_gather_object(checksums, digest.hexdigest())
+    if state.is_main:
+        with log.open("a", encoding="utf-8") as handle:
+            handle.write(json.dumps({"replica_checksums": checksums}) + "\n")
+    if len(set(checksums)) != 1:
+        raise RuntimeError(f"data-parallel replicas diverged: weight checksums {checksums}")
+    return checksums
+
+
+__all__ = ["Dist", "check_replicas", "init_distributed", "rank_device", "backend_for", "shutdown"]

@@ -2,13 +2,17 @@
 
 A user's file is merged over `DEFAULT_CONFIG`, so it only needs what differs.
 Every key is checked: a misspelt setting is an error naming the known ones,
-never silently ignored.
+never silently ignored (confection drops keys a schema does not know, so this
+check comes first). The values are then validated against `PretrainSchema`
+by thinc's registry; every problem is reported in one `SettingsError`.
 """
+import typing
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Dict, Optional, Union
+from typing import Any, Dict, List, Literal, Optional, Union
 
-from thinc.api import Config
+from pydantic import BaseModel, Field
+from thinc.api import Config, ConfigValidationError, registry
 
 DEFAULT_CONFIG_STR = """
 [paths]
@@ -87,6 +91,91 @@ precision = "float32"
 
 DEFAULT_CONFIG = Config().from_str(DEFAULT_CONFIG_STR)
 
+PathSetting = Union[None, str, List[str]]
+
+
+class PathsSchema(BaseModel):
+    train: PathSetting
+    dev: PathSetting
+    vocab: Optional[str]
+    init_from: Optional[str]
+    cache: Optional[str]
+
+
+class CorpusSchema(BaseModel):
+    lang: str
+    max_length: int = Field(ge=1)
+    max_segments: int = Field(ge=0)
+    dev_max_tokens: int = Field(ge=0)
+
+
+class VocabSchema(BaseModel):
+    max_size: int = Field(ge=4, description="three special tokens and a word")
+    min_count: int = Field(ge=0)
+
+
+class ModelSchema(BaseModel):
+    """Types only: `BiLMConfig` checks the architecture's values."""
+
+    lstm_dim: int
+    projection_dim: int
+    n_layers: int
+    cell_clip: Optional[float]
+    proj_clip: Optional[float]
+    use_skip_connections: bool
+    use_character_inputs: bool
+    filters: List[List[int]]
+    n_highway: int
+    char_embedding_dim: int
+    max_characters_per_token: int
+    activation: str
+    dropout: float
+
+
+class SoftmaxSchema(BaseModel):
+    kind: Literal["full", "sampled", "adaptive"]
+    n_samples: int = Field(ge=1)
+
+
+class TrainingSchema(BaseModel):
+    seed: int
+    mode: Literal["sentences", "stream"]
+    batch_tokens: int = Field(ge=1)
+    batch_size: int = Field(ge=1)
+    unroll_steps: int = Field(ge=1)
+    max_epochs: int = Field(ge=0)
+    max_steps: int = Field(ge=0)
+    max_minutes: float = Field(ge=0)
+    optimizer: Literal["adagrad", "adam", "sgd"]
+    learning_rate: float = Field(gt=0)
+    schedule: Literal["constant", "linear", "cosine"]
+    warmup_steps: int = Field(ge=0)
+    softmax_warmup_steps: int = Field(ge=0)
+    grad_clip: float = Field(ge=0)
+    eval_every: int = Field(ge=1)
+    checkpoint_every: int = Field(ge=1)
+    threads: int = Field(ge=0)
+    precision: Literal["float32", "bfloat16", "float16"]
+
+
+class PretrainSchema(BaseModel):
+    paths: PathsSchema
+    corpus: CorpusSchema
+    vocab: VocabSchema
+    model: ModelSchema
+    softmax: SoftmaxSchema
+    training: TrainingSchema
+
+
+SECTIONS: Dict[str, Any] = {
+    "paths": PathsSchema,
+    "corpus": CorpusSchema,
+    "vocab": VocabSchema,
+    "model": ModelSchema,
+    "softmax": SoftmaxSchema,
+    "training": TrainingSchema,
+}
+
 
 class SettingsError(ValueError):
     """The pretraining config has an unknown, missing or invalid setting."""
@@ -109,8 +198,26 @@ def load_config(path: Optional[Union[str, Path]] = None, overrides: Optional[Dic
                 raise SettingsError(f"unknown override --{dotted}; known: {_known_list()}")
         config = Config(config).merge(Config(_nest(overrides)))
     config = config.interpolate()
-    _check_values(config)
+    try:
+        registry.resolve(config, schema=PretrainSchema, validate=True)
+    except ConfigValidationError as err:
+        raise SettingsError("; ".join(_describe(error, config) for error in err.errors or [])) from None
     return config
+
+
+def _describe(error: Dict[str, Any], config: Config) -> str:
+    """One validation error as the user's setting and what it must be."""
+    loc = tuple(str(part) for part in error.get("loc", ()))
+    if len(loc) < 2:
+        return f"[{'.'.join(loc)}]: {error.get('msg')}"
+    section, key = loc[0], loc[1]
+    value = config.get(section, {}).get(key)
+    field = SECTIONS[section].model_fields.get(key) if section in SECTIONS else None
+    annotation = getattr(field, "annotation", None)
+    if typing.get_origin(annotation) is Literal:
+        return f"[{section}] {key} = {value!r}; choose one of {typing.get_args(annotation)}"
+    reason = f" ({field.description})" if field is not None and field.description else ""
+    return f"[{section}] {key} = {value!r}: {error.get('msg')}{reason}"
 
 
 def _nest(overrides: Dict[str, Any]) -> Dict[str, Any]:
@@ -138,28 +245,29 @@ def _check_known(user: Config, source: str) -> None:
             )
 
 
-_CHOICES = {
-    ("softmax", "kind"): ("full", "sampled", "adaptive"),
-    ("training", "mode"): ("sentences", "stream"),
-    ("training", "optimizer"): ("adagrad", "adam", "sgd"),
-    ("training", "schedule"): ("constant", "linear", "cosine"),
-    ("training", "precision"): ("float32", "bfloat16", "float16"),
-}
+def check_resume_config(config: Config, saved: Optional[str], checkpoint: Path, report: bool) -> None:
+    """On resume the architecture must not change (SettingsError); other changes are
+    allowed and, with `report`, printed."""
+    if not saved:
+        return
+    old = Config().from_str(saved, interpolate=False)
+    structural: List[str] = []
+    other: List[str] = []
+    for section in config:
+        for key, value in config[section].items():
+            before = old.get(section, {}).get(key)
+            if before != value:
+                (structural if section in ("model", "softmax", "vocab") else other).append(
+                    f"[{section}] {key}: {before!r} -> {value!r}"
+                )
+    if structural:
+        raise SettingsError(
+            f"{checkpoint} was trained with a different architecture; cannot resume with " + "; ".join(structural)
+        )
+    if other and report:
+        from wasabi import msg
 
-
-def _check_values(config: Config) -> None:
-    for (section, key), choices in _CHOICES.items():
-        if config[section][key] not in choices:
-            raise SettingsError(f"[{section}] {key} = {config[section][key]!r}; choose one of {choices}")
-    for key in ("batch_tokens", "batch_size", "unroll_steps", "eval_every", "checkpoint_every"):
-        if int(config["training"][key]) < 1:
-            raise SettingsError(f"[training] {key} must be >= 1")
-    if int(config["training"]["softmax_warmup_steps"]) < 0:
-        raise SettingsError("[training] softmax_warmup_steps must be >= 0")
-    if config["vocab"]["max_size"] < 4:
-        raise SettingsError("[vocab] max_size must be >= 4 (three special tokens and a word)")
-    if config["training"]["learning_rate"] <= 0:
-        raise SettingsError("[training] learning_rate must be > 0")
+        msg.warn("Resuming with changed settings (the run will differ from an uninterrupted one): " + "; ".join(other))
 
 
 @dataclass
@@ -197,4 +305,5 @@ class RunPaths:
         return self.root / "corpus-cache"
 
 
-__all__ = ["DEFAULT_CONFIG", "DEFAULT_CONFIG_STR", "SettingsError", "load_config", "RunPaths"]
+__all__ = ["DEFAULT_CONFIG", "DEFAULT_CONFIG_STR", "PretrainSchema", "SettingsError", "check_resume_config",
+           "load_config", "RunPaths"]

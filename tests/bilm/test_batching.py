@@ -1,26 +1,12 @@
-"""Default mode: a token's vectors do not depend on its batch or on earlier calls."""
+"""`embed` and `forward`: output layout, boundaries, repeated sentences, batching by length.
+
+That batching changes no bit is tests/regression/test_batch_invariance.py.
+"""
 import numpy
 import pytest
 import torch
 
 from spacy_elmo.bilm import BiLM, BiLMConfig, length_sorted_batches
-
-
-def test_alone_equals_mixed_padded_batch(allennlp_bilm, ewt_sentences):
-    sentences = ewt_sentences[:40]
-    batched = allennlp_bilm.embed(sentences, batch_tokens=100_000)
-    for sentence, layers in zip(sentences, batched):
-        alone = allennlp_bilm.embed([sentence])[0]
-        assert layers.shape == (3, len(sentence), 32)
-        numpy.testing.assert_allclose(alone, layers, atol=1e-5)
-
-
-def test_batching_budget_does_not_change_results(allennlp_bilm, ewt_sentences):
-    sentences = ewt_sentences[:60]
-    a = allennlp_bilm.embed(sentences, batch_tokens=64)
-    b = allennlp_bilm.embed(sentences, batch_tokens=50_000)
-    for x, y in zip(a, b):
-        numpy.testing.assert_allclose(x, y, atol=1e-5)
 
 
 def test_forward_does_not_depend_on_previous_calls(allennlp_bilm):
@@ -46,18 +32,18 @@ def test_keep_boundaries(allennlp_bilm):
     torch.testing.assert_close(outer.layers[:, 0, 1:3], inner.layers[:, 0])
 
 
-@pytest.mark.parametrize("onednn_enabled", [True, False])
+@pytest.mark.parametrize("backend", ["reference", "mkl", "onednn+kernel"])
 @pytest.mark.parametrize("cached", [True, False])
-def test_inference_without_boundary_steps_is_the_full_run_bit_for_bit(
-    allennlp_dir, ewt_sentences, monkeypatch, onednn_enabled, cached
-):
+def test_inference_without_boundary_steps_is_the_full_run_bit_for_bit(allennlp_dir, ewt_sentences, backend, cached):
     """Without gradients the first step (the same for every row) is computed once
     and the last (a boundary whose outputs are dropped) is skipped: same bits."""
-    from spacy_elmo.bilm import onednn
+    from spacy_elmo.bilm import backends
     from spacy_elmo.io import load_bilm
 
-    monkeypatch.setattr(onednn, "ENABLED", onednn_enabled)
+    if backends.unavailable_reason(backend):
+        pytest.skip(backends.unavailable_reason(backend))
     model = load_bilm(allennlp_dir)
+    model.backend = backend
     if cached:
         model.enable_cache()
     sentences = [["word"], [], *ewt_sentences[:12], ["two", "words"]]

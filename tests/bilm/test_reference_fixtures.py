@@ -6,6 +6,7 @@ import numpy
 import pytest
 import torch
 
+from spacy_elmo.bilm import backends
 from spacy_elmo.io import load_bilm
 
 # The reference tests use 1e-6, but that is the size of float32 rounding in this
@@ -41,14 +42,24 @@ def _check_stateful(model, sentences, files):
     return worst
 
 
-def test_allennlp_lm_embeddings_match_reference(allennlp_dir):
-    model = load_bilm(allennlp_dir)
+def _on(model, backend):
+    reason = backends.unavailable_reason(backend)
+    if reason:
+        pytest.skip(f"backend {backend}: {reason}")
+    model.backend = backend
+    return model
+
+
+@pytest.mark.parametrize("backend", backends.BACKENDS)
+def test_allennlp_lm_embeddings_match_reference(allennlp_dir, backend):
+    model = _on(load_bilm(allennlp_dir), backend)
     sentences, files = _expected(allennlp_dir, "sentences.json")
     assert _check_stateful(model, sentences, files) < REFERENCE_ATOL
 
 
-def test_bilm_tf_model_without_skip_connections_matches(bilm_tf_dir):
-    model = load_bilm(bilm_tf_dir / "model")
+@pytest.mark.parametrize("backend", backends.BACKENDS)
+def test_bilm_tf_model_without_skip_connections_matches(bilm_tf_dir, backend):
+    model = _on(load_bilm(bilm_tf_dir / "model"), backend)
     assert not model.config.use_skip_connections
     sentences, files = _expected(bilm_tf_dir / "model", "lm_embeddings_sentences.json")
     assert _check_stateful(model, sentences, files) < REFERENCE_ATOL

@@ -51,7 +51,8 @@ def test_embed_invalid_utf8_names_the_line_and_replace_reads_on(allennlp_dir, tm
 def test_embed_binary_file(allennlp_dir, tmp_path):
     binary = tmp_path / "program"
     binary.write_bytes(ELF_HEADER * 50)
-    refused(["embed", binary, tmp_path / "out.h5", "--weights", allennlp_dir, "-q"], "line 1", "NUL byte (a binary file?)")
+    refused(["embed", binary, tmp_path / "out.h5", "--weights", allennlp_dir, "-q"], "line 1",
+            "NUL byte (a binary file?)")
 
 
 def test_embed_unknown_encoding_errors_mode(allennlp_dir, tmp_path):
@@ -84,7 +85,8 @@ LINES = CONLLU.splitlines(keepends=True)
 
 @pytest.mark.parametrize("cut,expected", [
     # cut inside line 15 (the third sentence's second word)
-    (CONLLU * 2 + "".join(LINES[:2]) + LINES[2][:12], "line 15: expected 10 tab-separated columns (CoNLL-U), found 4 (a truncated file?)"),
+    (CONLLU * 2 + "".join(LINES[:2]) + LINES[2][:12],
+     "line 15: expected 10 tab-separated columns (CoNLL-U), found 4 (a truncated file?)"),
     # cut after line 14: the third sentence's one word points at a word that is gone
     (CONLLU * 2 + "".join(LINES[:2]), "line 14: head 2 points past the sentence's 1 words (a truncated file?)"),
 ])

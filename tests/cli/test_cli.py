@@ -7,6 +7,7 @@ import sys
 import h5py
 from typer.testing import CliRunner
 
+from spacy_elmo.bilm import backends
 from spacy_elmo.cli import app
 
 runner = CliRunner()
@@ -45,10 +46,17 @@ def test_embed_convert_info(allennlp_dir, tmp_path):
     assert result.exit_code == 0 and (tmp_path / "pub" / "weights.hdf5").exists()
     result = runner.invoke(app, ["info", str(tmp_path / "pub"), "--json"])
     assert result.exit_code == 0 and json.loads(result.output)["width"] == 32
-    fast_paths = json.loads(result.output)["cpu_inference"]
-    assert set(fast_paths) == {"onednn_products", "compiled_cell_kernel", "huge_page_tensors"}
+    cpu = json.loads(result.output)["cpu_inference"]
+    assert set(cpu) == {"backend", "backends", "huge_page_tensors"}
+    assert cpu["backend"] == backends.resolve("auto") and cpu["backends"]["reference"] is None
     result = runner.invoke(app, ["info", str(tmp_path / "pub")])
-    assert result.exit_code == 0 and "compiled_cell_kernel" in result.output
+    assert result.exit_code == 0 and "backend (auto)" in result.output and "onednn+kernel" in result.output
+    # an explicit backend for `embed`; a bad one is one clear error
+    result = runner.invoke(app, ["embed", str(text), str(out), "--weights", str(allennlp_dir), "--quiet",
+                                 "--overwrite", "--backend", "reference"])
+    assert result.exit_code == 0, result.output
+    result = runner.invoke(app, ["embed", str(text), str(out), "--weights", str(allennlp_dir), "--backend", "gpu"])
+    assert result.exit_code == 1 and "--backend: backend 'gpu': unknown backend" in result.output
 
 
 def test_info_names_the_cpu(tmp_path):
@@ -71,7 +79,8 @@ def test_clear_errors_without_tracebacks(allennlp_dir, tmp_path):
     assert result.exit_code == 1 and "no options file" in flat(result)
     result = runner.invoke(app, ["perplexity", str(allennlp_dir), str(text)])
     assert result.exit_code == 1 and "no softmax" in flat(result)
-    result = runner.invoke(app, ["embed", str(text), str(tmp_path / "o.h5"), "--weights", str(allennlp_dir), "--layers", "bogus"])
+    result = runner.invoke(app, ["embed", str(text), str(tmp_path / "o.h5"), "--weights", str(allennlp_dir),
+                                 "--layers", "bogus"])
     assert result.exit_code == 1 and "unknown layer mode" in flat(result)
     assert not isinstance(result.exception, Exception) or isinstance(result.exception, SystemExit)
 
@@ -82,7 +91,8 @@ def test_commands_ask_for_huge_pages_unless_the_user_chose(monkeypatch, tmp_path
     text = tmp_path / "in.txt"
     text.write_text("x\n")
     monkeypatch.delenv(HUGE_PAGES_VARIABLE, raising=False)
-    runner.invoke(app, ["embed", str(text), str(tmp_path / "o.h5"), "--weights", str(tmp_path)])  # fails; the setting stays
+    # fails; the setting stays
+    runner.invoke(app, ["embed", str(text), str(tmp_path / "o.h5"), "--weights", str(tmp_path)])
     assert os.environ[HUGE_PAGES_VARIABLE] == "1"
     monkeypatch.setenv(HUGE_PAGES_VARIABLE, "0")
     result = runner.invoke(app, ["info", "--json"])

@@ -10,7 +10,8 @@ from spacy_elmo.io import WeightsError, load_bilm, load_model, save_native
 
 
 def _tiny():
-    config = BiLMConfig(lstm_dim=8, projection_dim=4, n_layers=2, filters=((1, 4), (2, 4)), n_highway=1, char_embedding_dim=4)
+    config = BiLMConfig(lstm_dim=8, projection_dim=4, n_layers=2, filters=((1, 4), (2, 4)), n_highway=1,
+                        char_embedding_dim=4)
     model = BiLM(config)
     model.reset_parameters(0)
     return model

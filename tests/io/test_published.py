@@ -46,7 +46,8 @@ def test_n_characters_261_is_accepted(allennlp_dir, tmp_path):
 def test_without_highway_and_projection(tmp_path):
     from spacy_elmo.bilm import BiLM, BiLMConfig
 
-    config = BiLMConfig(lstm_dim=8, projection_dim=6, n_layers=1, filters=((1, 2), (2, 4)), n_highway=0, char_embedding_dim=3)
+    config = BiLMConfig(lstm_dim=8, projection_dim=6, n_layers=1, filters=((1, 2), (2, 4)), n_highway=0,
+                        char_embedding_dim=3)
     model = BiLM(config)
     model.reset_parameters(3)
     assert not model.token_encoder.has_projection

@@ -85,3 +85,30 @@ def test_doc_cache_is_bounded_in_bytes():
 def test_doc_cache_setting_reaches_the_model():
     model = ElmoBiLM(doc_cache_bytes=12345)
     assert model.attrs["doc_cache"].max_bytes == 12345
+
+
+def test_backend_setting_reaches_every_biLM_the_model_holds(allennlp_dir, tmp_path):
+    """The architecture's backend applies to the loaded biLM and survives to_disk/from_disk
+    (the biLM is rebuilt there); a bad one is one clear error."""
+    import spacy
+
+    nlp = spacy.blank("en")
+    nlp.add_pipe("elmo", config={"weights": str(allennlp_dir), "model": {"backend": "reference"}})
+    elmo = nlp.get_pipe("elmo")
+    doc = nlp("A test .")
+    assert elmo.bilm.backend == "reference"
+    nlp.to_disk(tmp_path / "p")
+    reloaded = spacy.load(tmp_path / "p")
+    again = reloaded("A test .")
+    assert reloaded.get_pipe("elmo").bilm.backend == "reference"
+    numpy.testing.assert_array_equal(again._.elmo, doc._.elmo)
+    with pytest.raises(ValueError, match="ElmoBiLM: backend 'cuda': unknown backend"):
+        ElmoBiLM(backend="cuda")
+
+
+def test_bad_segmentation_is_refused_when_the_pipeline_is_built():
+    import spacy
+
+    model = {"@architectures": "spacy-elmo.ElmoBiLM.v1", "segmentation": "paragraphs"}
+    with pytest.raises(Exception, match="segmentation must be one of"):
+        spacy.blank("en").add_pipe("elmo", config={"model": model})

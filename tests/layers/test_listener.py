@@ -29,11 +29,17 @@ def test_a_disabled_elmo_does_not_run(allennlp_dir, tmp_path, biLM_calls):
     assert layers[0].shape == (3, 2, 32) and not layers[0].any()
 
 
-def test_listener_clears_its_batch_after_backprop(allennlp_dir):
+def test_listener_with_defaults_trains_and_clears_its_batch_after_backprop(allennlp_dir):
+    """A tagger whose tok2vec is `ElmoListener.v1` with no settings learns and annotates."""
     nlp, examples, optimizer = tagger_pipeline(allennlp_dir)
     listener = _listener(nlp)
-    nlp.update(examples, sgd=optimizer)
-    assert listener._batch_id is None and listener._outputs is None and listener._backprop is None
+    losses: dict = {}
+    for _ in range(3):
+        nlp.update(examples, sgd=optimizer, losses=losses)
+        assert listener._batch_id is None and listener._outputs is None and listener._backprop is None
+    assert losses["tagger"] > 0
+    doc = nlp("the cat sat")
+    assert all(t.tag_ for t in doc) and doc._.elmo.shape == (3, 3, 32)
 
 
 def test_forward_writes_no_dims():
@@ -76,3 +82,10 @@ def test_listener_naming_a_missing_upstream(allennlp_dir):
         "@architectures": "spacy-elmo.ElmoListener.v1", "upstream": "elmo2"}}})
     with pytest.raises(ValueError, match="upstream 'elmo2'.*not linked"):
         nlp.initialize(lambda: tagged_examples(nlp))
+
+
+def test_mix_initial_weights_must_match_the_biLM(allennlp_dir):
+    """A misconfigured mix fails at initialize with a clear message, never as NaNs later."""
+    mix = {"@layers": "spacy-elmo.ScalarMix.v1", "initial_weights": [0.0, 1.0]}
+    with pytest.raises(ValueError, match="set up for 2 layers but the biLM gives 3"):
+        tagger_pipeline(allennlp_dir, tok2vec={"@architectures": "spacy-elmo.ElmoListener.v1", "mix": mix})

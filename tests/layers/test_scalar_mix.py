@@ -115,3 +115,10 @@ def test_ops_agnostic_numpy_ops():
     model = ScalarMix()
     model.ops = NumpyOps()
     assert model(_data(), is_train=False)[0][0].dtype == numpy.float32
+
+
+def test_bad_mix_options():
+    with pytest.raises(ValueError, match="layer_dropout"):
+        ScalarMix(layer_dropout=1.0)
+    with pytest.raises(ValueError, match="l2_lambda"):
+        ScalarMix(l2_lambda=-1)

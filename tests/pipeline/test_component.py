@@ -148,3 +148,10 @@ def test_embedded_biLM_separates_the_senses_of_bank():
     assert sim[0, 1] > max(sim[0, 2], sim[0, 3], sim[1, 2], sim[1, 3])
     assert sim[2, 3] > max(sim[0, 2], sim[0, 3], sim[1, 2], sim[1, 3])
     assert all(numpy.allclose(banks[0][0], layers[0], atol=1e-5) for layers in banks[1:])
+
+
+def test_component_mix_of_wrong_length(allennlp_dir):
+    nlp = spacy.blank("en")
+    nlp.add_pipe("elmo", config={"weights": str(allennlp_dir), "mix": [1.0, 2.0]})
+    with pytest.raises(ValueError, match="mix has 2 weights but the biLM has 3 layers"):
+        nlp("text")

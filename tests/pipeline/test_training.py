@@ -163,20 +163,6 @@ def test_each_task_has_its_own_mix(trained):
     assert len({round(g, 6) for _, g in mixes.values()}) == 3
 
 
-def test_listener_only_config_with_defaults(allennlp_dir):
-    nlp = spacy.blank("en")
-    nlp.add_pipe("elmo", config={"weights": str(allennlp_dir)})
-    nlp.add_pipe("tagger", config={"model": {"@architectures": "spacy.Tagger.v2",
-                                             "tok2vec": {"@architectures": "spacy-elmo.ElmoListener.v1"}}})
-    examples = [Example.from_dict(nlp.make_doc("a b c"), {"tags": ["X", "Y", "X"]})]
-    optimizer = nlp.initialize(lambda: examples)
-    losses = {}
-    for _ in range(3):
-        nlp.update(examples, sgd=optimizer, losses=losses)
-    doc = nlp("a b c")
-    assert [t.tag_ for t in doc] and doc._.elmo.shape == (3, 3, 32)
-
-
 def test_spacy_train_cli_end_to_end(allennlp_dir, ewt_dir, tmp_path):
     """`spacy train` with the shipped config on a small real EWT sample."""
     docs = ud_docs(ewt_dir / "en_ewt-ud-train.conllu.gz", n_sents=5, limit=100)

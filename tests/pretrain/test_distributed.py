@@ -39,8 +39,9 @@ def test_device_per_rank_without_cuda():
 
 class _Recorder:
     def __init__(self, monkeypatch) -> None:
-        self.calls = []
-        monkeypatch.setattr(torch.cuda, "set_device", lambda device: self.calls.append(("set_device", torch.device(device))))
+        self.calls: list = []
+        monkeypatch.setattr(torch.cuda, "set_device",
+                            lambda device: self.calls.append(("set_device", torch.device(device))))
         monkeypatch.setattr(distributed.dist, "is_initialized", lambda: False)
         monkeypatch.setattr(distributed.dist, "init_process_group",
                             lambda backend, **kwargs: self.calls.append(("init_process_group", backend)))
@@ -107,6 +108,7 @@ def test_trainer_takes_the_rank_device(tiny_config_path, small_corpus, tmp_path,
 
     recorder = _Recorder(monkeypatch)
     _torchrun_env(monkeypatch, rank=2, local_rank=0, world=2)
-    trainer = Trainer(load_config(tiny_config_path, {"paths.train": str(small_corpus)}), tmp_path / "run", progress=False)
+    config = load_config(tiny_config_path, {"paths.train": str(small_corpus)})
+    trainer = Trainer(config, tmp_path / "run", progress=False)
     assert trainer.device == torch.device("cuda:0")
     assert recorder.calls[0] == ("set_device", torch.device("cuda:0"))

@@ -43,13 +43,15 @@ def _weights(run_dir):
 
 @pytest.mark.parametrize("mode", ["sentences", "stream"])
 def test_resumed_run_reaches_the_same_weights(tiny_config_path, small_corpus, tmp_path, mode):
-    common = dict(paths__train=str(small_corpus), training__mode=mode, training__max_epochs=3 if mode == "sentences" else 1,
+    common = dict(paths__train=str(small_corpus), training__mode=mode,
+                  training__max_epochs=3 if mode == "sentences" else 1,
                   training__checkpoint_every=2, training__eval_every=100, training__batch_size=16,
                   training__unroll_steps=8, model__dropout=0.1, softmax__kind="sampled", softmax__n_samples=64)
     full = pretrain(_config(tiny_config_path, **common), tmp_path / "full", progress=False)
     total = full["step"]
     assert total >= 6
-    first = pretrain(_config(tiny_config_path, training__max_steps=total // 2, **common), tmp_path / "resumed", progress=False)
+    first = pretrain(_config(tiny_config_path, training__max_steps=total // 2, **common), tmp_path / "resumed",
+                     progress=False)
     assert first["step"] == total // 2
     pretrain(_config(tiny_config_path, **common), tmp_path / "resumed", resume=True, progress=False)
     a, step_a = _weights(tmp_path / "full")
@@ -70,7 +72,8 @@ def test_sigterm_leaves_a_usable_checkpoint_and_resume_matches(tiny_config_path,
     ]
     env = {k: v for k, v in os.environ.items() if k != VARIABLE}
     env["OMP_NUM_THREADS"] = "1"
-    reference = subprocess.run([a.replace("OUT", str(tmp_path / "ref")) for a in args], env=env, capture_output=True, text=True)
+    reference = subprocess.run([a.replace("OUT", str(tmp_path / "ref")) for a in args], env=env, capture_output=True,
+                               text=True)
     assert reference.returncode == 0, reference.stderr
     run = tmp_path / "run"
     proc = subprocess.run([a.replace("OUT", str(run)) for a in args], env={**env, VARIABLE: "pretrain.step:5:term"},
@@ -80,7 +83,8 @@ def test_sigterm_leaves_a_usable_checkpoint_and_resume_matches(tiny_config_path,
     interrupted_at = torch.load(run / "checkpoint.pt", weights_only=True)["progress"]["step"]
     assert interrupted_at == 5  # the checkpoint is written at the signal, not at the interval
     assert (run / "model-last" / "bilm.safetensors").exists()
-    resumed = subprocess.run([a.replace("OUT", str(run)) for a in args] + ["--resume"], env=env, capture_output=True, text=True)
+    resumed = subprocess.run([a.replace("OUT", str(run)) for a in args] + ["--resume"], env=env, capture_output=True,
+                             text=True)
     assert resumed.returncode == 0, resumed.stderr
     a, step_a = _weights(tmp_path / "ref")
     b, step_b = _weights(run)
@@ -102,7 +106,12 @@ def test_refuses_to_overwrite_a_run_and_needs_train(tiny_config_path, small_corp
     ({"training.optimiser": "adam"}, "unknown override"),
     ({"training.mode": "bogus"}, "choose one of"),
     ({"softmax.kind": "hier"}, "choose one of"),
-    ({"vocab.max_size": 2}, "max_size"),
+    ({"vocab.max_size": 2}, r"\[vocab\] max_size = 2: .* 4 \(three special tokens and a word\)"),
+    ({"training.learning_rate": 0}, r"\[training\] learning_rate = 0: .*greater than 0"),
+    ({"training.batch_tokens": "many"}, r"\[training\] batch_tokens = 'many': .*integer"),
+    # every problem at once, in one message
+    ({"training.eval_every": 0, "softmax.kind": "x"},
+     r"\[softmax\] kind = 'x'; choose one of .*; \[training\] eval_every"),
 ])
 def test_bad_settings(tiny_config_path, overrides, message):
     with pytest.raises(SettingsError, match=message):
@@ -137,7 +146,8 @@ def test_perplexity_command(tiny_config_path, small_corpus, tmp_path):
     config = _config(tiny_config_path, paths__train=str(small_corpus), training__max_steps=3)
     pretrain(config, tmp_path / "r", progress=False)
     out = subprocess.run(
-        [sys.executable, "-m", "spacy_elmo", "perplexity", str(tmp_path / "r" / "model-last"), str(small_corpus), "--json"],
+        [sys.executable, "-m", "spacy_elmo", "perplexity", str(tmp_path / "r" / "model-last"), str(small_corpus),
+         "--json"],
         capture_output=True, text=True,
     )
     assert out.returncode == 0, out.stderr

@@ -76,7 +76,8 @@ def test_pretraining_killed_at_fixed_points_then_resumed_reaches_the_same_weight
     ]
     for fault, step_after, temporary_left in plan:
         resume = ["--resume"] if (run / "checkpoint.pt").exists() else []
-        proc = subprocess.run(_pretrain_args(corpus, run) + resume, env=_with_fault(fault), capture_output=True, text=True)
+        proc = subprocess.run(_pretrain_args(corpus, run) + resume, env=_with_fault(fault), capture_output=True,
+                              text=True)
         assert proc.returncode == KILLED, (fault, proc.returncode, proc.stderr[-2000:])
         assert _checkpoint_step(run) == step_after, fault
         assert bool(list(run.glob(".checkpoint.pt.*.tmp"))) == temporary_left, fault
@@ -93,7 +94,8 @@ def test_pretraining_killed_at_fixed_points_then_resumed_reaches_the_same_weight
 
 def test_disk_full_while_checkpointing_keeps_the_previous_one(corpus, tmp_path, monkeypatch, inject):
     config = load_config(CONFIGS / "pretrain_tiny.cfg", {
-        "paths.train": str(corpus), "training.checkpoint_every": 2, "training.max_steps": 8, "training.eval_every": 1000})
+        "paths.train": str(corpus), "training.checkpoint_every": 2, "training.max_steps": 8,
+        "training.eval_every": 1000})
     inject("checkpoint.write:2:enospc")  # the second checkpoint's write fails
     with pytest.raises(CheckpointError, match="No space left on device.*previous checkpoint is intact"):
         pretrain(config, tmp_path / "run", progress=False)
@@ -108,7 +110,8 @@ def test_sigint_at_a_fixed_step_checkpoints_and_stops(corpus, tmp_path, inject):
     from spacy_elmo.pretrain import Interrupted
 
     config = load_config(CONFIGS / "pretrain_tiny.cfg", {
-        "paths.train": str(corpus), "training.checkpoint_every": 100, "training.max_steps": 8, "training.eval_every": 1000})
+        "paths.train": str(corpus), "training.checkpoint_every": 100, "training.max_steps": 8,
+        "training.eval_every": 1000})
     inject("pretrain.step:3:int")
     with pytest.raises(Interrupted, match="stopped by SIGINT at step 3"):
         pretrain(config, tmp_path / "run", progress=False)
@@ -125,7 +128,8 @@ def test_embed_killed_then_resumed_or_overwritten(allennlp_dir, tmp_path):
     base = [sys.executable, "-m", "spacy_elmo", "embed", str(text), "OUT", "--weights", str(allennlp_dir), "--quiet",
             "--chunk-lines", "300"]
     out = tmp_path / "out.hdf5"
-    reference = subprocess.run([a.replace("OUT", str(tmp_path / "ref.hdf5")) for a in base], env=ENV, capture_output=True, text=True)
+    reference = subprocess.run([a.replace("OUT", str(tmp_path / "ref.hdf5")) for a in base], env=ENV,
+                               capture_output=True, text=True)
     assert reference.returncode == 0, reference.stderr
     cmd = [a.replace("OUT", str(out)) for a in base]
     killed = subprocess.run(cmd, env=_with_fault("embed.chunk:2:kill"), capture_output=True, text=True)
@@ -151,7 +155,8 @@ def test_embed_killed_then_resumed_or_overwritten(allennlp_dir, tmp_path):
 def test_fault_specification_errors_are_clear(inject):
     from spacy_elmo.faults import FaultSpecError, fault_point, parse
 
-    assert parse("embed.chunk:2:kill, pretrain.step:1:term") == {"embed.chunk": (2, "kill"), "pretrain.step": (1, "term")}
+    expected = {"embed.chunk": (2, "kill"), "pretrain.step": (1, "term")}
+    assert parse("embed.chunk:2:kill, pretrain.step:1:term") == expected
     for spec, message in [("embed.chunk:0:kill", "N >= 1"), ("nowhere:1:kill", "unknown point"),
                           ("embed.chunk:1:explode", "unknown action"), ("embed.chunk", "POINT:N:ACTION")]:
         with pytest.raises(FaultSpecError, match=message):

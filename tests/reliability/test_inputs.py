@@ -14,9 +14,12 @@ ANY_CHAR = st.characters(codec=None, exclude_categories=())
 SPECIAL = st.sampled_from(["", " ", "\n", "\t", "\x00", "\u200b", "e\u0301\u0301", "👩\u200d👩\u200d👧", "\ud800",
                            "\udfff", "<S>", "</S>", "x" * 10_000, "é" * 60, "\u202e", "\ufeff"])
 TOKEN = st.one_of(st.text(alphabet=ANY_CHAR, max_size=80), SPECIAL)
-SPACY_TOKEN = st.text(alphabet=st.characters(exclude_categories=("Cs",)), min_size=1, max_size=60) | st.sampled_from([" ", "\n\n", "e\u0301", "👩\u200d👩\u200d👧", "x" * 10_000, "\t", "\u200b"])
+SPACY_TOKEN = st.text(alphabet=st.characters(exclude_categories=["Cs"]), min_size=1, max_size=60) | st.sampled_from(
+    [" ", "\n\n", "e\u0301", "👩\u200d👩\u200d👧", "x" * 10_000, "\t", "\u200b"]
+)
 
-SETTINGS = settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow])
+SETTINGS = settings(max_examples=150, deadline=None,
+                    suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow])
 
 
 @SETTINGS

@@ -48,7 +48,8 @@ def test_soak_million_tokens(n_process, ewt_dir, tmp_path):
 def test_soak_script_runs_small(ewt_dir, allennlp_dir, tmp_path):
     """The same script on 20k tokens, in the fast suite, so it cannot rot."""
     out = subprocess.run([sys.executable, str(SOAK), "--tokens", "20000", "--n-process", "1", "--every", "20",
-                          "--weights", str(allennlp_dir), "--max-growth-mb", "1000", "--tolerance", "1e-5", "--json", str(tmp_path / "r.json")],
+                          "--weights", str(allennlp_dir), "--max-growth-mb", "1000", "--tolerance", "1e-5",
+                          "--json", str(tmp_path / "r.json")],
                          capture_output=True, text=True, timeout=600)
     assert out.returncode == 0, out.stdout[-3000:] + out.stderr[-3000:]
     result = json.loads((tmp_path / "r.json").read_text())[0]

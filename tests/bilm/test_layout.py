@@ -1,7 +1,7 @@
-"""`_stack_layers`: the (L+1, batch, time, 2P) output in reading order, gradients included."""
+"""`layout.stack_layers`: the (L+1, batch, time, 2P) output in reading order, gradients included."""
 import torch
 
-from spacy_elmo.bilm.model import _stack_layers
+from spacy_elmo.bilm.layout import stack_layers
 
 
 def _by_definition(inputs, outputs, lengths):
@@ -23,7 +23,7 @@ def test_stack_layers_matches_its_definition_and_passes_gradients():
     lengths = [7, 5, 5, 1, 0]
     inputs = torch.randn(2, 5, 7, 3, requires_grad=True)
     outputs = [torch.randn(2, 5, 7, 3, requires_grad=True) for _ in range(2)]
-    got = _stack_layers(inputs, outputs, lengths)
+    got = stack_layers(inputs[0], outputs, lengths)
     expected = _by_definition(inputs, outputs, lengths)
     assert torch.equal(got, expected)
     weights = torch.linspace(-1, 1, got.numel()).view_as(got)

@@ -1,0 +1,1 @@
+"""The sections of benchmarks/bench_embed.py, one module each; see that script's docstring."""

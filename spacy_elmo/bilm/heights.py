@@ -1,0 +1,58 @@
+"""How many rows each inference matrix product is computed with, so that batching never changes a bit.
+
+A BLAS library picks its kernel by the product's shape, and a row of the
+result can come out different in the last bits depending on how many rows
+the product has. A sentence's layers would then depend on which other
+sentences share its batch (DESIGN.md: they must not). Measured here, for
+the biLM's shapes, on 1 and 2 threads:
+
+* oneDNN with packed weights (the LSTM products): every height from 3 rows
+  up to 8,193 gives the same bits; with plain weights (the token encoder's)
+  from 2 rows up;
+* MKL: the LSTM's step products agree from 4 rows up (to 600); the token
+  encoder's wider products (the highway, K = 2,048) from 44 rows up (to 700).
+
+So every product without gradients is padded with zero rows to
+`product_rows(n, ...)` rows and the result's first n rows are kept. On oneDNN
+the height is also rounded up to one of ~32 heights per octave: oneDNN
+builds a kernel for each new shape (about 0.5 ms, cached, 1,024 at most),
+and the heights follow the data, so rounding keeps the shapes few. Products
+with gradients (training) are never padded: there, batch invariance is not
+a goal and the padding would be wasted work.
+"""
+import torch
+
+# the fewest rows of a product, per library and product: see the module docstring
+ONEDNN_MIN_ROWS = 8
+MKL_MIN_ROWS = {"step": 8, "encoder": 64}
+# the first LSTM layer's per-token input products (`lstm_inference.table_products`)
+# of more rows than this are computed at a multiple of it: a batch's table height
+# follows its vocabulary, so a coarse step keeps oneDNN's kernels few
+TABLE_GRANULE = 256
+# the tallest product measured row-invariant on oneDNN: taller ones are computed in parts
+MAX_ROWS = 8192
+
+
+def product_rows(n: int, library: str, product: str = "step") -> int:
+    """The height at which to compute an n-row product.
+
+    library: "onednn" or "mkl" (PyTorch's own products: MKL on CPU, cuBLAS on GPU).
+    product: "step" (an LSTM step or projection), "encoder" (the token
+        encoder's products) or "table" (per-token input products).
+    """
+    if library == "onednn":
+        if product == "table" and n > TABLE_GRANULE:
+            return -(-n // TABLE_GRANULE) * TABLE_GRANULE
+        # ~32 heights per octave: at most 1/32 more rows; non-decreasing in n
+        granule = max(ONEDNN_MIN_ROWS, 1 << max(0, n.bit_length() - 6))
+        return -(-max(n, 1) // granule) * granule
+    return max(n, MKL_MIN_ROWS["encoder" if product == "encoder" else "step"])
+
+
+def pad_rows(x: torch.Tensor, height: int) -> torch.Tensor:
+    """x (n, k) with zero rows appended up to `height` rows (x itself if n == height)."""
+    n = x.shape[0]
+    return x if height == n else torch.cat([x, x.new_zeros((height - n, x.shape[1]))])
+
+
+__all__ = ["MAX_ROWS", "MKL_MIN_ROWS", "ONEDNN_MIN_ROWS", "TABLE_GRANULE", "pad_rows", "product_rows"]

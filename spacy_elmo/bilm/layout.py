@@ -1,0 +1,65 @@
+"""A batch of sentences as the LSTMs read it, and their outputs as the user reads them.
+
+In: the distinct tokens of the batch and a (2, batch, time) index into the
+token table (direction 0 reads each row in order, direction 1 reversed within
+its length). Out: (L+1, batch, time, 2 * projection_dim) layers in reading
+order, layer 0 being the token vector twice.
+"""
+from typing import Dict, List, Sequence, Tuple
+
+import numpy
+import torch
+
+# index values of the sentence boundaries; a batch's tokens follow from 2 on
+BOS_ROW, EOS_ROW = 0, 1
+
+
+def index_rows(sentences: Sequence[Sequence[str]], with_boundaries: bool) -> Tuple[List[str], numpy.ndarray, List[int]]:
+    """The distinct tokens, the (2, batch, time) index and each row's length.
+
+    Index value 0 is <S>, 1 is </S>, 2 + i is tokens[i]; direction 0 reads a
+    row in order, direction 1 reversed within its length; with boundaries a
+    row is <S>, its tokens, </S>.
+    """
+    vocab: Dict[str, int] = {}
+    rows = [[vocab.setdefault(t, len(vocab) + 2) for t in s] for s in sentences]
+    if with_boundaries:
+        rows = [[BOS_ROW] + r + [EOS_ROW] for r in rows]
+    lengths = [len(r) for r in rows]
+    index = numpy.zeros((2, len(rows), max(lengths, default=2 if with_boundaries else 0)), dtype=numpy.int64)
+    for b, r in enumerate(rows):
+        index[0, b, : len(r)] = r
+        index[1, b, : len(r)] = r[::-1]
+    return list(vocab), index, lengths
+
+
+def stack_layers(tokens: torch.Tensor, outputs: List[torch.Tensor], lengths: Sequence[int]) -> torch.Tensor:
+    """(L+1, batch, time, width) in reading order from processing-order LSTM outputs.
+
+    tokens (batch, time, P): each position's token vector in reading order.
+    Layer 0 is the token vector twice (zero past each row's length); the
+    backward direction's outputs are reversed within each row.
+    """
+    batch, time, P = tokens.shape
+    device = tokens.device
+    mask = torch.arange(time)[None, :] < torch.tensor(list(lengths), dtype=torch.long)[:, None]
+    reverse = reverse_index(lengths, time).to(device)[..., None].expand(-1, -1, P)
+    # written into one tensor by slice assignments (which autograd follows)
+    layers = tokens.new_empty((len(outputs) + 1, batch, time, 2 * P))
+    layers[0, ..., :P] = tokens * mask.to(device)[..., None].to(tokens.dtype)
+    layers[0, ..., P:] = layers[0, ..., :P]
+    for i, out in enumerate(outputs, 1):
+        layers[i, ..., :P] = out[0]
+        layers[i, ..., P:] = out[1].gather(1, reverse)
+    return layers
+
+
+def reverse_index(lengths: Sequence[int], time: int) -> torch.Tensor:
+    """index[b, t] = length_b - 1 - t within the row, t past it (an involution)."""
+    index = numpy.tile(numpy.arange(time), (len(lengths), 1))
+    for b, n in enumerate(lengths):
+        index[b, :n] = numpy.arange(n - 1, -1, -1)
+    return torch.from_numpy(index)
+
+
+__all__ = ["BOS_ROW", "EOS_ROW", "index_rows", "reverse_index", "stack_layers"]

@@ -1,0 +1,65 @@
+"""What a pretraining run trains with: the language model, the optimizer, the learning-rate schedule."""
+import math
+from typing import Iterable
+
+import torch
+from thinc.api import Config
+
+from ..bilm.config import BiLMConfig, OptionsError
+from ..bilm.heads import SoftmaxHead
+from ..bilm.language_model import LanguageModel
+from ..bilm.model import BiLM
+from ..bilm.vocab import Vocabulary
+from .settings import SettingsError
+
+
+def build_language_model(config: Config, vocab: Vocabulary, seed: int) -> LanguageModel:
+    """A biLM of `[model]`'s architecture with `[softmax]`'s head, randomly initialised from `seed`."""
+    model_cfg = dict(config["model"])
+    model_cfg["filters"] = [tuple(f) for f in model_cfg["filters"]]
+    if not model_cfg.get("use_character_inputs", True):
+        model_cfg["n_tokens_vocab"] = len(vocab)
+    try:
+        bilm_config = BiLMConfig(**model_cfg)
+    except (TypeError, OptionsError) as err:
+        raise SettingsError(f"[model]: {err}") from None
+    bilm = BiLM(
+        bilm_config,
+        vocab=vocab if not bilm_config.use_character_inputs else None,
+        boundary_strings=config["training"]["mode"] == "stream",
+    )
+    bilm.reset_parameters(seed)
+    softmax = config["softmax"]
+    head = SoftmaxHead(len(vocab), bilm_config.projection_dim, softmax["kind"], softmax["n_samples"])
+    head.reset_parameters(torch.Generator().manual_seed(seed + 1))
+    return LanguageModel(bilm, vocab, head)
+
+
+def build_optimizer(config: Config, params: Iterable[torch.nn.Parameter]) -> torch.optim.Optimizer:
+    training = config["training"]
+    lr = training["learning_rate"]
+    if training["optimizer"] == "adagrad":
+        # bilm-tf: tf.train.AdagradOptimizer(lr, initial_accumulator_value=1.0)
+        return torch.optim.Adagrad(params, lr=lr, initial_accumulator_value=1.0)
+    if training["optimizer"] == "adam":
+        return torch.optim.Adam(params, lr=lr)
+    return torch.optim.SGD(params, lr=lr)
+
+
+def learning_rate(config: Config, step: int) -> float:
+    """The rate at `step`: linear warmup, then constant, linear decay or cosine to max_steps."""
+    training = config["training"]
+    base = training["learning_rate"]
+    warmup = training["warmup_steps"]
+    if warmup and step < warmup:
+        return base * (step + 1) / warmup
+    total = training["max_steps"]
+    if training["schedule"] == "constant" or not total:
+        return base
+    progress = min(1.0, (step - warmup) / max(1, total - warmup))
+    if training["schedule"] == "linear":
+        return base * (1.0 - progress)
+    return base * 0.5 * (1.0 + math.cos(math.pi * progress))
+
+
+__all__ = ["build_language_model", "build_optimizer", "learning_rate"]

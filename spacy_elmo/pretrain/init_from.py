@@ -1,0 +1,87 @@
+"""`[paths] init_from` / `pretrain --init-from`: a new run from an existing native model's weights.
+
+The run gets a fresh optimizer and schedule: training continues across runs
+without keeping optimizer state. The model's architecture replaces the
+config's `[model]`, so that the run's config.cfg describes what is trained.
+"""
+from pathlib import Path
+from typing import Any, Dict, Mapping, Optional
+
+import torch
+from thinc.api import Config
+
+from ..bilm.language_model import LanguageModel
+from ..io.errors import WeightsError
+from ..io.native import NativeModel, is_native, load_native
+from ..resources import default_model_path
+from .settings import SettingsError
+
+# [paths] init_from value that names the package's embedded biLM
+EMBEDDED_MODEL = "embedded"
+
+
+def start_model(config: Config, report: bool) -> Optional[NativeModel]:
+    """The native model named by [paths] init_from (None for a run from scratch).
+
+    Its architecture replaces the config's [model] settings in place (dropout,
+    a training setting, stays the config's), so that the run's config.cfg
+    describes what is trained and a resume checks against it. `report`:
+    print what changed (the main process).
+    """
+    source = config["paths"].get("init_from")
+    if not source:
+        return None
+    path = default_model_path() if source == EMBEDDED_MODEL else Path(source)
+    if not is_native(path):
+        raise SettingsError(
+            f"[paths] init_from = {source!r}: not a native spacy-elmo model directory (no elmo.json); "
+            "convert a published model first with `spacy_elmo convert DIR OUT --to native`"
+        )
+    try:
+        start = load_native(path)
+    except WeightsError as err:
+        raise SettingsError(f"[paths] init_from: {err}") from None
+    model_cfg = config["model"]
+    arch = start.bilm.config.to_dict()
+    changed = []
+    for key in model_cfg:
+        if key in arch and key != "dropout":
+            before, after = model_cfg[key], arch[key]
+            if key == "filters":
+                before, after = [list(f) for f in before], [list(f) for f in after]
+            if before != after:
+                changed.append(f"{key}: {before!r} -> {after!r}")
+            model_cfg[key] = after
+    if changed and report:
+        from wasabi import msg
+
+        msg.info(f"[model] taken from {path}: " + "; ".join(changed))
+    if start.head is not None and start.head.kind != config["softmax"]["kind"]:
+        start.head = None  # another kind of softmax: trained afresh
+    return start
+
+
+def continue_from(lm: LanguageModel, start: NativeModel, counts: Mapping[str, int]) -> Dict[str, Any]:
+    """Load the start model's weights into the fresh language model; returns its provenance.
+
+    A start model without a softmax (the shipped one) gets a new one whose
+    bias is the log unigram frequency of each word (`counts`: the training
+    text's): the first steps then refine the biLM instead of undoing it while
+    the softmax catches up.
+    """
+    meta = start.metadata
+    provenance = {k: meta.get(k) for k in ("init_from", "tokens_seen", "training_seconds", "continued_from")}
+    with torch.no_grad():
+        lm.bilm.load_state_dict(start.bilm.state_dict())
+        if start.head is not None:
+            lm.head.load_state_dict(start.head.state_dict())
+        elif lm.head.kind != "adaptive":
+            total = sum(counts.values())
+            words = lm.vocab.words
+            freq = torch.tensor([counts.get(w, 0) + 1.0 for w in words], dtype=torch.float64)
+            lm.head.bias.copy_(torch.log(freq / (total + len(words))))
+    lm.bilm.clear_cache()
+    return provenance
+
+
+__all__ = ["EMBEDDED_MODEL", "continue_from", "start_model"]
