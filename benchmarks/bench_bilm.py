@@ -21,11 +21,10 @@ MODEL: a native model directory (with a softmax for the perplexity), or
 """
 import argparse
 import json
-import math
 import sys
 import time
 from pathlib import Path
-from typing import Dict, List, Sequence, Tuple
+from typing import Any, Dict, List, Sequence, Tuple
 
 import numpy
 import torch
@@ -58,7 +57,10 @@ def read_upos(path: Path, limit: int = 0) -> Tuple[List[List[str]], List[List[st
     """Words and UPOS tags of each sentence of a CoNLL-U file (syntactic words)."""
     from spacy_elmo.corpora import _read_text
 
-    sentences, tags, words, upos = [], [], [], []
+    sentences: List[List[str]] = []
+    tags: List[List[str]] = []
+    words: List[str] = []
+    upos: List[str] = []
     for line in _read_text(path).splitlines() + [""]:
         if not line.strip():
             if words:
@@ -81,7 +83,7 @@ def heldout_segments(path: Path = HELDOUT, max_length: int = 64) -> List[List[st
 
     from spacy_elmo.pretrain.corpus import open_text, split_long
 
-    tokenizer = spacy.blank("en").tokenizer
+    tokenizer: Any = spacy.blank("en").tokenizer
     segments: List[List[str]] = []
     with open_text(path) as handle:
         for doc in tokenizer.pipe(line.strip() for line in handle if line.strip()):
@@ -93,7 +95,8 @@ def heldout_segments(path: Path = HELDOUT, max_length: int = 64) -> List[List[st
 def sense_probe(bilm, items: Sequence[Tuple[str, str, List[str]]]) -> List[float]:
     """Leave-one-out 1-NN sense accuracy by cosine, one figure per output layer."""
     layers = bilm.embed([tokens for _, _, tokens in items])
-    vectors = numpy.stack([out[:, tokens.index(word)] for (word, _, tokens), out in zip(items, layers)])  # (n, L+1, width)
+    # (n, L+1, width): each sentence's ambiguous word
+    vectors = numpy.stack([out[:, tokens.index(word)] for (word, _, tokens), out in zip(items, layers)])
     words = numpy.array([word for word, _, _ in items])
     senses = numpy.array([sense for _, sense, _ in items])
     scores = []
@@ -117,7 +120,9 @@ def _features(bilm, sentences: List[List[str]]) -> torch.Tensor:
     return torch.from_numpy(numpy.concatenate([out.transpose(1, 0, 2) for out in bilm.embed(sentences)]))
 
 
-def linear_probe(bilm, train: Tuple[list, list], test: Tuple[list, list], epochs: int = 8, seed: int = 0) -> Dict[str, float]:
+def linear_probe(
+    bilm, train: Tuple[list, list], test: Tuple[list, list], epochs: int = 8, seed: int = 0
+) -> Dict[str, float]:
     """UPOS accuracy of a softmax classifier on each frozen layer and on a learned scalar mix."""
     x_train, x_test = _features(bilm, train[0]), _features(bilm, test[0])
     labels = sorted({t for sent in train[1] for t in sent})

@@ -50,7 +50,8 @@ def prepare(args) -> None:
                     "--platform", "manylinux_2_17_x86_64", *WHEELS], check=True)
     # the package itself, pure Python there (the compiled kernel is for x86 CPUs only)
     subprocess.run([sys.executable, "-m", "pip", "wheel", "--quiet", "--no-deps", "--no-build-isolation",
-                    "--wheel-dir", str(wheels), str(ROOT)], check=True, env={**os.environ, "SPACY_ELMO_NO_EXTENSION": "1"})
+                    "--wheel-dir", str(wheels), str(ROOT)],
+                   check=True, env={**os.environ, "SPACY_ELMO_NO_EXTENSION": "1"})
     size = sum(f.stat().st_size for f in work.rglob("*") if f.is_file())
     print(f"prepared {work} ({size / 2**20:.1f} MiB): run on the device with carry=[{str(work)!r}]:\n"
           f"  python3 scripts/gpu_pretrain.py run $OUT --work {work} --minutes {args.minutes}")
@@ -88,7 +89,8 @@ def run(args, overrides) -> None:
         sys.exit(done.returncode)
     best = run_dir / "model-best" if (run_dir / "model-best").exists() else run_dir / "model-last"
     embedding = work / "model-embedding"
-    subprocess.run([sys.executable, "-m", "spacy_elmo", "convert", str(best), str(embedding), "--no-softmax"], check=True)
+    subprocess.run([sys.executable, "-m", "spacy_elmo", "convert", str(best), str(embedding), "--no-softmax"],
+                   check=True)
     split(embedding, out)
 
 

@@ -104,7 +104,8 @@ def test_float16_storage_halves_the_files_and_loads_as_float32(tmp_path):
     assert size(tmp_path / "f16") < 0.51 * size(tmp_path / "f32")
     half = load_model(tmp_path / "f16")
     assert all(p.dtype == torch.float32 for p in half.bilm.parameters())
-    sentences = [["The", "bank", "of", "the", "river", "flooded", "."], ["She", "deposited", "cash", "at", "the", "bank"]]
+    sentences = [["The", "bank", "of", "the", "river", "flooded", "."],
+                 ["She", "deposited", "cash", "at", "the", "bank"]]
     for a, b in zip(model.bilm.embed(sentences), half.bilm.embed(sentences)):
         assert 0 < float(abs(a - b).max()) < 1e-2
     with pytest.raises(ValueError, match="storage_dtype"):
