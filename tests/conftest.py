@@ -114,3 +114,25 @@ def tagged_examples(nlp):
             ("a dog ran off", "DET NOUN VERB ADV"),
             ("birds fly south in winter", "NOUN VERB ADV ADP NOUN")]
     return [Example.from_dict(nlp.make_doc(text), {"tags": tags.split()}) for text, tags in data]
+
+
+@pytest.fixture
+def tiny_config_path() -> Path:
+    """A biLM config that trains in seconds."""
+    return ROOT / "configs" / "pretrain_tiny.cfg"
+
+
+@pytest.fixture
+def small_corpus(tmp_path, data_dir) -> Path:
+    """About 3,000 tokens of the heldout pretraining text."""
+    import gzip
+
+    lines = []
+    with gzip.open(data_dir / "pretrain_en" / "heldout.txt.gz", "rt", encoding="utf-8") as f:
+        for line in f:
+            lines.append(line)
+            if len(lines) >= 120:
+                break
+    path = tmp_path / "corpus.txt"
+    path.write_text("".join(lines), encoding="utf-8")
+    return path

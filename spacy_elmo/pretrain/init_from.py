@@ -12,7 +12,7 @@ from thinc.api import Config
 
 from ..bilm.language_model import LanguageModel
 from ..io.errors import WeightsError
-from ..io.native import NativeModel, is_native, load_native
+from ..io.native import NativeModel, is_native, load_native, read_meta
 from ..resources import default_model_path
 from .settings import SettingsError
 
@@ -61,6 +61,24 @@ def start_model(config: Config, report: bool) -> Optional[NativeModel]:
     return start
 
 
+def provenance(metadata: Mapping[str, Any]) -> Dict[str, Any]:
+    """What a continued model records of the model it started from (its own chain included)."""
+    return {k: metadata.get(k) for k in ("init_from", "tokens_seen", "training_seconds", "continued_from")}
+
+
+def start_provenance(config: Config) -> Optional[Dict[str, Any]]:
+    """`provenance` of the [paths] init_from model, read from its elmo.json alone
+    (a resumed run's saved models keep it too); None for a run from scratch."""
+    source = config["paths"].get("init_from")
+    if not source:
+        return None
+    path = default_model_path() if source == EMBEDDED_MODEL else Path(source)
+    try:
+        return provenance(read_meta(path).get("metadata") or {})
+    except WeightsError:
+        return None  # the start model has moved since: the checkpoint holds its weights anyway
+
+
 def continue_from(lm: LanguageModel, start: NativeModel, counts: Mapping[str, int]) -> Dict[str, Any]:
     """Load the start model's weights into the fresh language model; returns its provenance.
 
@@ -69,8 +87,6 @@ def continue_from(lm: LanguageModel, start: NativeModel, counts: Mapping[str, in
     text's): the first steps then refine the biLM instead of undoing it while
     the softmax catches up.
     """
-    meta = start.metadata
-    provenance = {k: meta.get(k) for k in ("init_from", "tokens_seen", "training_seconds", "continued_from")}
     with torch.no_grad():
         lm.bilm.load_state_dict(start.bilm.state_dict())
         if start.head is not None:
@@ -81,7 +97,7 @@ def continue_from(lm: LanguageModel, start: NativeModel, counts: Mapping[str, in
             freq = torch.tensor([counts.get(w, 0) + 1.0 for w in words], dtype=torch.float64)
             lm.head.bias.copy_(torch.log(freq / (total + len(words))))
     lm.bilm.clear_cache()
-    return provenance
+    return provenance(start.metadata)
 
 
-__all__ = ["EMBEDDED_MODEL", "continue_from", "start_model"]
+__all__ = ["EMBEDDED_MODEL", "continue_from", "provenance", "start_model", "start_provenance"]

@@ -37,7 +37,7 @@ from .building import build_language_model, build_optimizer, learning_rate
 from .checkpoint import CheckpointError, load_checkpoint, rng_state, save_checkpoint, set_rng_state
 from .corpus import TokenizedCorpus, iter_segments
 from .distributed import Dist, check_replicas, init_distributed, shutdown
-from .init_from import continue_from, start_model
+from .init_from import continue_from, start_model, start_provenance
 from .plot import plot_perplexity
 from .progress import Progress, StopFlag, Window
 from .settings import RunPaths, SettingsError, check_resume_config
@@ -172,6 +172,7 @@ class Trainer:
         if state is not None:
             check_resume_config(self.config, state.get("config"), self.paths.checkpoint, report=self.dist.is_main)
             self.vocab = Vocabulary(state["vocab"])
+            self.start_metadata = start_provenance(self.config)
         else:
             start = start_model(self.config, report=self.dist.is_main)
             if start is not None and start.head is not None and start.vocab is not None:
