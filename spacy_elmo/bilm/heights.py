@@ -3,18 +3,25 @@
 A BLAS library picks its kernel by the product's shape, and a row of the
 result can come out different in the last bits depending on how many rows
 the product has. A sentence's layers would then depend on which other
-sentences share its batch (DESIGN.md: they must not). Measured here, for
-the biLM's shapes, on 1 and 2 threads:
+sentences share its batch (DESIGN.md: they must not). Measured for the
+biLM's shapes (oneDNN on 1 and 2 threads):
 
 * oneDNN with packed weights (the LSTM products): every height from 3 rows
   up to 8,193 gives the same bits; with plain weights (the token encoder's)
   from 2 rows up;
-* MKL: the LSTM's step products agree from 4 rows up (to 600); the token
-  encoder's wider products (the highway, K = 2,048) from 44 rows up (to 700).
+* MKL: products of 1 to 3 rows run another kernel. With several threads,
+  MKL splits a product's rows between them in blocks of 4 and hands the
+  last 1 to 3 rows to that kernel too: on 2 threads, heights 5-7 and 9-11
+  differ from taller products (on 16 threads also 17-19 and 25-27). Every
+  multiple of 4 from 8 rows up agrees with every other: measured to 1,200
+  rows on 1 to 4 threads for the step products and the token encoder's
+  wider ones (the highway, K = 2,048), to 600 rows on 8 and 16 threads for
+  the step products.
 
 So every product without gradients is padded with zero rows to
-`product_rows(n, ...)` rows and the result's first n rows are kept. On oneDNN
-the height is also rounded up to one of ~32 heights per octave: oneDNN
+`product_rows(n, ...)` rows and the result's first n rows are kept; on MKL
+that height is a multiple of 4 (tests/regression/test_mkl_thread_split.py).
+On oneDNN the height is also rounded up to one of ~32 heights per octave: oneDNN
 builds a kernel for each new shape (about 0.5 ms, cached, 1,024 at most),
 and the heights follow the data, so rounding keeps the shapes few. Products
 with gradients (training) are never padded: there, batch invariance is not
@@ -25,6 +32,7 @@ import torch
 # the fewest rows of a product, per library and product: see the module docstring
 ONEDNN_MIN_ROWS = 8
 MKL_MIN_ROWS = {"step": 8, "encoder": 64}
+MKL_ROW_BLOCK = 4
 # the first LSTM layer's per-token input products (`lstm_inference.table_products`)
 # of more rows than this are computed at a multiple of it: a batch's table height
 # follows its vocabulary, so a coarse step keeps oneDNN's kernels few
@@ -46,7 +54,8 @@ def product_rows(n: int, library: str, product: str = "step") -> int:
         # ~32 heights per octave: at most 1/32 more rows; non-decreasing in n
         granule = max(ONEDNN_MIN_ROWS, 1 << max(0, n.bit_length() - 6))
         return -(-max(n, 1) // granule) * granule
-    return max(n, MKL_MIN_ROWS["encoder" if product == "encoder" else "step"])
+    # a multiple of MKL's row block: no thread is left a 1- to 3-row remainder
+    return max(-(-n // MKL_ROW_BLOCK) * MKL_ROW_BLOCK, MKL_MIN_ROWS["encoder" if product == "encoder" else "step"])
 
 
 def pad_rows(x: torch.Tensor, height: int) -> torch.Tensor:
@@ -55,4 +64,4 @@ def pad_rows(x: torch.Tensor, height: int) -> torch.Tensor:
     return x if height == n else torch.cat([x, x.new_zeros((height - n, x.shape[1]))])
 
 
-__all__ = ["MAX_ROWS", "MKL_MIN_ROWS", "ONEDNN_MIN_ROWS", "TABLE_GRANULE", "pad_rows", "product_rows"]
+__all__ = ["MAX_ROWS", "MKL_MIN_ROWS", "MKL_ROW_BLOCK", "ONEDNN_MIN_ROWS", "TABLE_GRANULE", "pad_rows", "product_rows"]
