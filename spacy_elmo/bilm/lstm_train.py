@@ -233,10 +233,13 @@ def run_stack(
     clips = (stack.cell_clip or 0.0, stack.proj_clip or 0.0)
     outputs, finals_h, finals_c = [], [], []
     x: Optional[torch.Tensor] = None  # the previous layer's packed output
+    # the recurrence writes into buffers of its weights' dtype, which autocast does not
+    # reach: under autocast it runs in that dtype (float32 master weights)
+    dtype = stack.weight_ih[0].dtype
     for layer in range(stack.n_layers):
-        h0 = state.h[layer].index_select(1, plan.order)
-        c0 = state.c[layer].index_select(1, plan.order)
-        layer_input = plan.pack(inputs) if x is None else x
+        h0 = state.h[layer].index_select(1, plan.order).to(dtype)
+        c0 = state.c[layer].index_select(1, plan.order).to(dtype)
+        layer_input = (plan.pack(inputs) if x is None else x).to(dtype)
         if dropout:
             layer_input = torch.nn.functional.dropout(layer_input, dropout, True)
         params = (stack.weight_ih[layer], stack.bias[layer], stack.weight_hh[layer], stack.weight_proj[layer])
