@@ -24,7 +24,7 @@ import json
 import sys
 import time
 from pathlib import Path
-from typing import Any, Dict, List, Sequence, Tuple
+from typing import Dict, List, Sequence, Tuple
 
 import numpy
 import torch
@@ -55,40 +55,17 @@ def read_senses(path: Path = SENSES) -> List[Tuple[str, str, List[str]]]:
 
 def read_upos(path: Path, limit: int = 0) -> Tuple[List[List[str]], List[List[str]]]:
     """Words and UPOS tags of each sentence of a CoNLL-U file (syntactic words)."""
-    from spacy_elmo.corpora import _read_text
+    from spacy_elmo.corpora import conllu_rows
 
-    sentences: List[List[str]] = []
-    tags: List[List[str]] = []
-    words: List[str] = []
-    upos: List[str] = []
-    for line in _read_text(path).splitlines() + [""]:
-        if not line.strip():
-            if words:
-                sentences.append(words)
-                tags.append(upos)
-                words, upos = [], []
-                if limit and len(sentences) >= limit:
-                    break
-            continue
-        columns = line.split("\t")
-        if not line.startswith("#") and columns[0].isdigit():
-            words.append(columns[1])
-            upos.append(columns[3])
-    return sentences, tags
+    sentences = conllu_rows(path, limit)
+    return [[row[1] for row in rows] for rows in sentences], [[row[3] for row in rows] for rows in sentences]
 
 
 def heldout_segments(path: Path = HELDOUT, max_length: int = 64) -> List[List[str]]:
     """The held-out text tokenized and cut as pretraining (and `spacy_elmo perplexity`) does."""
-    import spacy
+    from spacy_elmo.pretrain.corpus import text_segments
 
-    from spacy_elmo.pretrain.corpus import open_text, split_long
-
-    tokenizer: Any = spacy.blank("en").tokenizer
-    segments: List[List[str]] = []
-    with open_text(path) as handle:
-        for doc in tokenizer.pipe(line.strip() for line in handle if line.strip()):
-            segments.extend(split_long([t.text for t in doc if not t.is_space], max_length))
-    return segments
+    return text_segments(path, "en", max_length)
 
 
 # -- probes --------------------------------------------------------------------------------

@@ -65,13 +65,19 @@ def _line_of(raw: bytes, offset: int) -> int:
 
 def conllu_words(path: PathLike, limit: int = 0) -> List[List[str]]:
     """The word forms of each sentence of a CoNLL-U file (syntactic words; no spaCy objects)."""
-    sentences: List[List[str]] = []
-    words: List[str] = []
+    return [[row[1] for row in rows] for rows in conllu_rows(path, limit)]
+
+
+def conllu_rows(path: PathLike, limit: int = 0) -> List[List[List[str]]]:
+    """The columns of each syntactic word, sentence by sentence, of a CoNLL-U file
+    (comments, multi-word token and empty-node lines left out)."""
+    sentences: List[List[List[str]]] = []
+    rows: List[List[str]] = []
     for line in _read_text(path).splitlines() + [""]:
         if not line.strip():
-            if words:
-                sentences.append(words)
-                words = []
+            if rows:
+                sentences.append(rows)
+                rows = []
                 if limit and len(sentences) >= limit:
                     break
             continue
@@ -79,7 +85,7 @@ def conllu_words(path: PathLike, limit: int = 0) -> List[List[str]]:
             continue
         columns = line.split("\t")
         if columns[0].isdigit():
-            words.append(columns[1])
+            rows.append(columns)
     return sentences
 
 
@@ -194,4 +200,4 @@ def write_docbin(docs: List[Doc], output: PathLike) -> Path:
     return output
 
 
-__all__ = ["conllu_words", "find_input", "ud_docs", "uner_docs", "write_docbin", "CorpusError"]
+__all__ = ["conllu_rows", "conllu_words", "find_input", "ud_docs", "uner_docs", "write_docbin", "CorpusError"]

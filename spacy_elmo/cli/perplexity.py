@@ -1,6 +1,5 @@
 """`perplexity`: score text with a pretrained biLM's softmax."""
 from pathlib import Path
-from typing import Any, List
 
 import srsly
 import typer
@@ -21,10 +20,8 @@ def perplexity_cli(
     gpu_id: int = typer.Option(-1, "--gpu-id", "-g", help="GPU to use (-1: CPU)"),
 ) -> None:
     """Forward, backward and mean perplexity of MODEL_PATH on TEXT_PATH."""
-    import spacy
-
     from ..io.errors import WeightsError
-    from ..pretrain.corpus import open_text, split_long
+    from ..pretrain.corpus import text_segments
 
     loaded = load_weights_or_fail(model_path, with_softmax=True)
     try:
@@ -35,12 +32,7 @@ def perplexity_cli(
             "ship without one); use a model trained with `spacy_elmo pretrain`"
         )
     lm.to(pick_device(gpu_id))
-    tokenizer: Any = spacy.blank(lang).tokenizer
-    segments: List[List[str]] = []
-    with open_text(text_path) as handle:
-        lines = (line.strip() for line in handle)
-        for doc in tokenizer.pipe(line for line in lines if line):
-            segments.extend(split_long([t.text for t in doc if not t.is_space], max_length))
+    segments = text_segments(text_path, lang, max_length)
     if not segments:
         fail(f"{text_path}: no tokens to score")
     result = lm.perplexity(segments, batch_tokens=batch_tokens)

@@ -84,6 +84,21 @@ def split_long(tokens: List[str], max_length: int) -> Iterator[List[str]]:
         yield tokens[start : start + max_length]
 
 
+def text_segments(path: PathLike, lang: str, max_length: int) -> List[List[str]]:
+    """A text file's non-empty lines tokenized by spaCy's `lang` tokenizer and cut
+    into segments of at most `max_length` tokens, as pretraining reads text
+    (`spacy_elmo perplexity` scores these)."""
+    import spacy
+
+    tokenizer: Any = spacy.blank(lang).tokenizer
+    segments: List[List[str]] = []
+    with open_text(path) as handle:
+        lines = (line.strip() for line in handle)
+        for doc in tokenizer.pipe(line for line in lines if line):
+            segments.extend(split_long([t.text for t in doc if not t.is_space], max_length))
+    return segments
+
+
 class TokenizedCorpus:
     """A corpus tokenized once into `cache_dir`; `segments()` streams it."""
 
@@ -188,4 +203,4 @@ def iter_segments(corpus: TokenizedCorpus, limit_tokens: int = 0) -> Iterable[Li
             return
 
 
-__all__ = ["TokenizedCorpus", "open_text", "split_long", "iter_segments"]
+__all__ = ["TokenizedCorpus", "open_text", "split_long", "iter_segments", "text_segments"]
