@@ -77,6 +77,17 @@ class PackPlan:
         return padded.index_copy(1, self.flat, packed).view(2, batch, self.time, *packed.shape[2:])
 
 
+def _step_block(buffer: torch.Tensor, offset: int, rows: int) -> torch.Tensor:
+    """Step t's (2, rows, F) block of a step-blocked (2 * total, F) buffer.
+
+    A step's product covers both directions in one batched call; its output
+    must be contiguous, or the call computes into a temporary and copies. So
+    the buffers the products write hold each step's rows as one contiguous
+    (direction, row) block, starting at twice the step's packed offset.
+    """
+    return buffer[2 * offset : 2 * (offset + rows)].view(2, rows, buffer.shape[1])
+
+
 def forget_offset(hidden: int, like: torch.Tensor) -> torch.Tensor:
     """TensorFlow's +1.0 on the forget gate, as a (1, 1, 4H) bias."""
     offset = like.new_zeros((1, 1, 4 * hidden))
@@ -146,25 +157,29 @@ class LayerRecurrence(torch.autograd.Function):
         cell_clip, proj_clip = clips
         H, P, P_in, N = w_hh.shape[2] // 4, w_proj.shape[2], inputs.shape[2], plan.total
         weight = torch.cat([w_ih, w_hh], dim=1)  # (2, P_in + P, 4H)
-        full_bias = (bias + forget_offset(H, bias)).squeeze(1)
-        gates = inputs.new_empty((2, N, 4 * H))  # activations, kept for the backward pass
+        full_bias = bias + forget_offset(H, bias)  # (2, 1, 4H)
+        # the products' outputs, step-blocked (see `_step_block`); the rest direction-major
+        gates = inputs.new_empty((2 * N, 4 * H))  # activations, kept for the backward pass
+        h_pre = inputs.new_empty((2 * N, P))
         c_raw, tanh_c, m = (inputs.new_empty((2, N, H)) for _ in range(3))
-        h_pre, out = inputs.new_empty((2, N, P)), inputs.new_empty((2, N, P))
+        out = inputs.new_empty((2, N, P))
         xh = inputs.new_empty((2, h0.shape[1], P_in + P))  # [x_t, h_{t-1}] of the running rows
         xh[:, :, P_in:] = h0
         c = c0.detach().clone(memory_format=torch.contiguous_format)
         for off, a in zip(plan.offsets, plan.counts):
             rows = slice(off, off + a)
+            xh[:, :a, :P_in] = inputs[:, rows]
+            g = _step_block(gates, off, a)
+            torch.baddbmm(full_bias, xh[:, :a], weight, out=g)
             for d in range(2):
-                xh[d, :a, :P_in] = inputs[d, rows]
-                torch.addmm(full_bias[d], xh[d, :a], weight[d], out=gates[d, rows])
-                _cell_forward(gates[d, rows], c[d, :a], c_raw[d, rows], tanh_c[d, rows], m[d, rows], cell_clip, kernel)
-                torch.mm(m[d, rows], w_proj[d], out=h_pre[d, rows])
-                if proj_clip:
-                    torch.clamp(h_pre[d, rows], -proj_clip, proj_clip, out=out[d, rows])
-                else:
-                    out[d, rows] = h_pre[d, rows]
-                xh[d, :a, P_in:] = out[d, rows]
+                _cell_forward(g[d], c[d, :a], c_raw[d, rows], tanh_c[d, rows], m[d, rows], cell_clip, kernel)
+            hp = _step_block(h_pre, off, a)
+            torch.bmm(m[:, rows], w_proj, out=hp)
+            if proj_clip:
+                torch.clamp(hp, -proj_clip, proj_clip, out=out[:, rows])
+            else:
+                out[:, rows] = hp
+            xh[:, :a, P_in:] = out[:, rows]
         ctx.save_for_backward(inputs, w_ih, w_hh, w_proj, h0, c0, out)
         ctx.buffers = (gates, c_raw, tanh_c, m, h_pre)
         ctx.plan, ctx.clips, ctx.kernel = plan, clips, kernel
@@ -182,33 +197,38 @@ class LayerRecurrence(torch.autograd.Function):
         dense = torch.contiguous_format
         dh = grad_hn.clone(memory_format=dense) if grad_hn is not None else torch.zeros_like(h0, memory_format=dense)
         dc = grad_cn.clone(memory_format=dense) if grad_cn is not None else torch.zeros_like(c0, memory_format=dense)
-        d_gates, d_hpre = torch.empty_like(gates), torch.empty_like(h_pre)
+        N = plan.total
+        d_gates = gates.new_empty((2, N, 4 * H))  # direction-major, for the weight gradients
+        d_hpre = h_pre.new_empty((2, N, h_pre.shape[1]))
         grad_inputs = torch.empty_like(inputs)
-        dm = gates.new_empty((h0.shape[1], H))
-        dxh = gates.new_empty((h0.shape[1], weight.shape[1]))
+        dm = gates.new_empty((2 * h0.shape[1], H))
+        dxh = gates.new_empty((2 * h0.shape[1], weight.shape[1]))
         for t in range(len(plan.counts) - 1, -1, -1):
             off, a = plan.offsets[t], plan.counts[t]
             rows = slice(off, off + a)
+            dh_t = dh[:, :a]
+            if grad_out is not None:
+                dh_t += grad_out[:, rows]
+            dp = d_hpre[:, rows]
+            if proj_clip:
+                torch.abs(_step_block(h_pre, off, a), out=dp).le_(proj_clip).mul_(dh_t)
+            else:
+                dp.copy_(dh_t)
+            dm_t = _step_block(dm, 0, a)
+            torch.bmm(dp, w_proj.transpose(1, 2), out=dm_t)
+            g = _step_block(gates, off, a)
             for d in range(2):
-                dh_t = dh[d, :a]
-                if grad_out is not None:
-                    dh_t += grad_out[d, rows]
-                dp = d_hpre[d, rows]
-                if proj_clip:
-                    torch.abs(h_pre[d, rows], out=dp).le_(proj_clip).mul_(dh_t)
-                else:
-                    dp.copy_(dh_t)
-                torch.mm(dp, w_proj[d].t(), out=dm[:a])
                 if t:
                     prev = plan.offsets[t - 1]
                     c_prev = c_raw[d, prev : prev + a]
                 else:
                     c_prev = c0[d, :a].contiguous()
-                _cell_backward(gates[d, rows], d_gates[d, rows], dm[:a], dc[d, :a], c_raw[d, rows], tanh_c[d, rows],
+                _cell_backward(g[d], d_gates[d, rows], dm_t[d], dc[d, :a], c_raw[d, rows], tanh_c[d, rows],
                                c_prev, cell_clip, t > 0, kernel)
-                torch.mm(d_gates[d, rows], weight[d].t(), out=dxh[:a])
-                grad_inputs[d, rows] = dxh[:a, :P_in]
-                dh_t.copy_(dxh[:a, P_in:])
+            dxh_t = _step_block(dxh, 0, a)
+            torch.bmm(d_gates[:, rows], weight.transpose(1, 2), out=dxh_t)
+            grad_inputs[:, rows] = dxh_t[:, :, :P_in]
+            dh_t.copy_(dxh_t[:, :, P_in:])
         a0 = plan.counts[0] if plan.counts else 0
         xh_all = torch.cat([inputs, torch.cat([h0[:, :a0], out.index_select(1, plan.previous)], dim=1)], dim=2)
         grad_weight = torch.bmm(xh_all.transpose(1, 2), d_gates)
