@@ -15,6 +15,8 @@ from typing import Optional, Sequence
 import torch
 from torch import nn
 
+from .sampled_loss import sampled_softmax_nll
+
 HEAD_KINDS = ("full", "sampled", "adaptive")
 
 
@@ -113,16 +115,10 @@ class SoftmaxHead(nn.Module):
 
         true_logits = (hidden * self.weight[targets]).sum(-1) + self.bias[targets] - log_expected(targets)
         sampled_bias = self.bias[sampled] - log_expected(sampled)
-        logits = torch.addmm(sampled_bias, hidden, self.weight[sampled].t())
-        # a sampled class equal to the row's target is an accidental hit: drop it
+        # a sampled class equal to the row's target is an accidental hit: it counts as -inf
         where = torch.searchsorted(sampled, targets).clamp_(max=sampled.shape[0] - 1)
-        rows = (sampled[where] == targets).nonzero().squeeze(1)
-        if rows.numel():
-            minus_inf = torch.tensor(float("-inf"), device=device, dtype=logits.dtype)
-            logits = logits.index_put((rows, where[rows]), minus_inf)
-        # cross entropy with the true class first, without building [true, sampled]
-        normalizer = torch.logaddexp(true_logits, torch.logsumexp(logits, dim=1))
-        return normalizer - true_logits
+        hit_rows = (sampled[where] == targets).nonzero().squeeze(1)
+        return sampled_softmax_nll(hidden, self.weight[sampled], sampled_bias, true_logits, hit_rows, where[hit_rows])
 
 
 def _default_cutoffs(n_vocab: int) -> list:

@@ -15,6 +15,11 @@ in it:
   (`_cell_backward`) and one product giving the gradients of x_t and
   h_{t-1}; the weight gradients are then one product over all positions.
 
+Each of a step's products is one batched call over both directions (the two
+directions' rows at step t are equally many). On 2 threads that splits the
+work one direction a thread; one product per direction, each split over
+both threads, ran pretraining 15% slower (benchmarks/RESULTS.md).
+
 The cell's element-wise work goes through the compiled kernel
 (`cell_kernel.train_forward` / `train_backward`) on the `onednn+kernel`
 backend, PyTorch's ops on the others; the `reference` backend's plain
@@ -142,7 +147,8 @@ class LayerRecurrence(torch.autograd.Function):
 
     inputs (2, total, P_in) packed; h0 (2, batch, P), c0 (2, batch, H): rows
     in the plan's order. Returns the outputs (2, total, P) and every row's
-    final h and c.
+    final h and c. Buffers are direction-major (2, total, F) like these,
+    except the two the forward products write (`_step_block`).
 
     A step is one product of `[x_t, h_{t-1}]` with `[W_ih; W_hh]`; its
     backward is one product giving both the input's and h_{t-1}'s gradients;
