@@ -1,7 +1,7 @@
 """Pretraining throughput: this code against an earlier revision, measured in one run.
 
     python benchmarks/bench_pretrain.py [--sections speed,precision,batch] [--baseline REV]
-        [--config configs/pretrain_en_2x512_128.cfg] [--steps 15] [--rounds 3]
+        [--config configs/pretrain_en_2x512_128.cfg] [--threads N] [--steps 15] [--rounds 3]
 
 `speed`: the training steps of the config (its batching, optimizer, softmax and
 threads) on real text (the first segments of ../shared/data/pretrain_en), timed
@@ -47,7 +47,7 @@ from common import (  # noqa: E402
 BASELINE = "67ceedc"
 
 
-def _training_setup(config_path: str, segments: int, cache: str, batch_tokens: int = 0):
+def _training_setup(config_path: str, segments: int, cache: str, batch_tokens: int = 0, threads: int = 0):
     import torch
 
     from spacy_elmo.bilm.vocab import Vocabulary
@@ -61,7 +61,8 @@ def _training_setup(config_path: str, segments: int, cache: str, batch_tokens: i
         from spacy_elmo.pretrain.trainer import _optimizer as build_optimizer  # type: ignore[attr-defined,no-redef]
         from spacy_elmo.pretrain.trainer import build_language_model
 
-    overrides = {"training.batch_tokens": batch_tokens} if batch_tokens else None
+    overrides = {key: value for key, value in (("training.batch_tokens", batch_tokens), ("training.threads", threads))
+                 if value} or None
     config = load_config(config_path, overrides)
     torch.set_num_threads(config["training"]["threads"] or torch.get_num_threads())
     corpus = TokenizedCorpus.prepare(DATA / "pretrain_en" / "train.txt.gz", cache,
@@ -106,7 +107,8 @@ def _timed_steps(lm, optimizer, batches, steps: int, grad_clip: float, autocast=
 
 def child(args) -> None:
     """One timing in this process (run by `speed` and `batch` with the tree on PYTHONPATH)."""
-    config, lm, optimizer, batches = _training_setup(args.config, args.segments, args.cache, args.batch_tokens)
+    config, lm, optimizer, batches = _training_setup(args.config, args.segments, args.cache, args.batch_tokens,
+                                                     args.threads)
     speed, loss = _timed_steps(lm, optimizer, itertools.islice(batches, args.steps + 3), args.steps,
                                config["training"]["grad_clip"])
     print(json.dumps({"tokens_per_s": speed, "loss": loss}))
@@ -114,7 +116,8 @@ def child(args) -> None:
 
 def _run_child(tree: Path, args, cache: Path, batch_tokens: int = 0) -> dict:
     command = [sys.executable, str(HERE), "--child", "--config", args.config, "--steps", str(args.steps),
-               "--segments", str(args.segments), "--cache", str(cache), "--batch-tokens", str(batch_tokens)]
+               "--segments", str(args.segments), "--cache", str(cache), "--batch-tokens", str(batch_tokens),
+               "--threads", str(args.threads)]
     return run_child(tree, command)
 
 
@@ -143,7 +146,7 @@ def section_speed(args) -> None:
     old, new = statistics.median(speeds["baseline"]), statistics.median(speeds["this code"])
     rows.append(["median", f"{old:,.0f}", f"{new:,.0f}", f"**{new / old:.2f}x**"])
     config = load_config(args.config)
-    threads = config["training"]["threads"] or torch.get_num_threads()
+    threads = args.threads or config["training"]["threads"] or torch.get_num_threads()
     torch.set_num_threads(threads)
     rate = matmul_rate()
     lm = build_language_model(config, Vocabulary.from_counts({}, 4), 0)
@@ -170,7 +173,7 @@ def section_precision(args) -> None:
         return 2 * m * k * n * reps / (time.perf_counter() - start) / 1e9
 
     with tempfile.TemporaryDirectory() as tmp:
-        config, lm, optimizer, batches = _training_setup(args.config, args.segments, tmp)
+        config, lm, optimizer, batches = _training_setup(args.config, args.segments, tmp, threads=args.threads)
         shapes = {"LSTM step [x, h] x W (111 x 256 x 2048)": (111, 256, 2048),
                   "highway (1400 x 1024 x 2048)": (1400, 1024, 2048),
                   "sampled softmax (8000 x 128 x 2000)": (8000, 128, 2000)}
@@ -217,6 +220,7 @@ def main() -> None:
     parser.add_argument("--steps", type=int, default=15)
     parser.add_argument("--rounds", type=int, default=3)
     parser.add_argument("--segments", type=int, default=30000)
+    parser.add_argument("--threads", type=int, default=0, help="threads for training (default: the config's)")
     parser.add_argument("--child", action="store_true", help=argparse.SUPPRESS)
     parser.add_argument("--cache", help=argparse.SUPPRESS)
     parser.add_argument("--batch-tokens", type=int, default=0, help=argparse.SUPPRESS)
