@@ -17,8 +17,9 @@ in it:
 
 Each of a step's products is one batched call over both directions (the two
 directions' rows at step t are equally many). On 2 threads that splits the
-work one direction a thread; one product per direction, each split over
-both threads, ran pretraining 15% slower (benchmarks/RESULTS.md).
+work one direction a thread; with one product per direction, each split
+over both threads, pretraining ran at 0.85x the speed of the code before
+this loop, against 1.04x batched (benchmarks/RESULTS.md).
 
 The cell's element-wise work goes through the compiled kernel
 (`cell_kernel.train_forward` / `train_backward`) on the `onednn+kernel`
