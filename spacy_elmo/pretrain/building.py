@@ -1,6 +1,8 @@
-"""What a pretraining run trains with: the language model, the optimizer, the learning-rate schedule."""
+"""What a pretraining run trains with: the language model, the optimizer, the learning-rate
+schedule, the precision."""
 import math
-from typing import Iterable
+from contextlib import nullcontext
+from typing import Any, ContextManager, Iterable
 
 import torch
 from thinc.api import Config
@@ -62,4 +64,35 @@ def learning_rate(config: Config, step: int) -> float:
     return base * 0.5 * (1.0 + math.cos(math.pi * progress))
 
 
-__all__ = ["build_language_model", "build_optimizer", "learning_rate"]
+def native_cpu_bfloat16() -> bool:
+    """Whether this CPU computes bfloat16 products in hardware (AVX-512 with BF16, or AMX), by
+    oneDNN's own check. Elsewhere PyTorch emulates them, 35-230x slower than float32 on an AVX2
+    CPU (benchmarks/RESULTS.md, "Pretraining throughput")."""
+    try:
+        return bool(torch.ops.mkldnn._is_mkldnn_bf16_supported())
+    except (AttributeError, RuntimeError):  # a build without oneDNN
+        return False
+
+
+def training_autocast(precision: str, device: torch.device) -> ContextManager[Any]:
+    """The autocast the training steps run under, for `[training] precision`.
+
+    float32: none. On CUDA: autocast to bfloat16 or float16. On a CPU: bfloat16
+    autocast where the CPU computes it natively; otherwise (and for float16,
+    which CPUs do not compute natively) a warning and float32, since emulated
+    products would make the run many times slower. The weights stay float32.
+    """
+    if precision == "float32":
+        return nullcontext()
+    if device.type == "cuda":
+        return torch.autocast(device_type="cuda", dtype=getattr(torch, precision))
+    if device.type == "cpu" and precision == "bfloat16" and native_cpu_bfloat16():
+        return torch.autocast(device_type="cpu", dtype=torch.bfloat16)
+    from wasabi import msg
+
+    msg.warn(f"[training] precision = {precision!r}: this {device.type} does not compute {precision} natively "
+             "(emulated products run many times slower), so training runs in float32")
+    return nullcontext()
+
+
+__all__ = ["build_language_model", "build_optimizer", "learning_rate", "native_cpu_bfloat16", "training_autocast"]

@@ -85,7 +85,7 @@ eval_every = 1000
 checkpoint_every = 200
 # torch threads (0: torch's default)
 threads = 0
-# float32, or bfloat16 / float16 autocast (CUDA)
+# float32, or bfloat16 / float16 autocast (CUDA; bfloat16 also on CPUs that compute it natively)
 precision = "float32"
 """
 

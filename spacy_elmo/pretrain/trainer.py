@@ -18,7 +18,6 @@ import json
 import math
 import platform
 import time
-from contextlib import nullcontext
 from pathlib import Path
 from typing import Any, ContextManager, Dict, Iterator, List, Optional, Union
 
@@ -33,7 +32,7 @@ from ..bilm.vocab import Vocabulary
 from ..faults import fault_point
 from ..io.native import NativeModel, save_native
 from .batching import sentence_batches, shuffled, skip, stream_batches
-from .building import build_language_model, build_optimizer, learning_rate
+from .building import build_language_model, build_optimizer, learning_rate, training_autocast
 from .checkpoint import CheckpointError, load_checkpoint, rng_state, save_checkpoint, set_rng_state
 from .corpus import TokenizedCorpus, iter_segments
 from .distributed import Dist, check_replicas, init_distributed, shutdown
@@ -197,13 +196,8 @@ class Trainer:
         if state is not None:
             self._restore(state)
         precision = self.config["training"]["precision"]
-        on_cuda = self.device.type == "cuda"
-        self.autocast: ContextManager[Any] = (
-            torch.autocast(device_type=self.device.type, dtype=getattr(torch, precision))
-            if precision != "float32" and on_cuda
-            else nullcontext()
-        )
-        self.scaler = torch.amp.GradScaler("cuda") if precision == "float16" and on_cuda else None
+        self.autocast: ContextManager[Any] = training_autocast(precision, self.device)
+        self.scaler = torch.amp.GradScaler("cuda") if precision == "float16" and self.device.type == "cuda" else None
 
     def _restore(self, state: Dict[str, Any]) -> None:
         """Weights, optimizer, position and every generator as the checkpoint left them."""
