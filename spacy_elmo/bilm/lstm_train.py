@@ -187,7 +187,7 @@ class LayerRecurrence(torch.autograd.Function):
             else:
                 out[:, rows] = hp
             xh[:, :a, P_in:] = out[:, rows]
-        ctx.save_for_backward(inputs, w_ih, w_hh, w_proj, h0, c0, out)
+        ctx.save_for_backward(inputs, weight, w_proj, h0, c0, out)
         ctx.buffers = (gates, c_raw, tanh_c, m, h_pre)
         ctx.plan, ctx.clips, ctx.kernel = plan, clips, kernel
         # rows stop being updated after their last step: xh and c end as every row's final state
@@ -195,11 +195,10 @@ class LayerRecurrence(torch.autograd.Function):
 
     @staticmethod
     def backward(ctx, grad_out, grad_hn, grad_cn):
-        inputs, w_ih, w_hh, w_proj, h0, c0, out = ctx.saved_tensors
+        inputs, weight, w_proj, h0, c0, out = ctx.saved_tensors  # weight: forward's [W_ih; W_hh]
         gates, c_raw, tanh_c, m, h_pre = ctx.buffers
         plan, (cell_clip, proj_clip), kernel = ctx.plan, ctx.clips, ctx.kernel
-        H, P_in = w_hh.shape[2] // 4, inputs.shape[2]
-        weight = torch.cat([w_ih, w_hh], dim=1)
+        H, P_in = weight.shape[2] // 4, inputs.shape[2]
         # gradients flowing into h and c, per row: from the final state, then from later steps
         dense = torch.contiguous_format
         dh = grad_hn.clone(memory_format=dense) if grad_hn is not None else torch.zeros_like(h0, memory_format=dense)
