@@ -45,6 +45,17 @@ class BiLMConfig:
     `filters` is a list of (width, n_filters) pairs for the character CNN.
     `use_character_inputs = False` selects a word-embedding token encoder of
     `n_tokens_vocab` rows instead (bilm-tf's option of the same name).
+
+    `characters`: what the character CNN reads, "bytes" (the published
+    models: UTF-8 bytes, `n_characters` 261 or 262) or "dictionary" (a
+    character vocabulary of `n_characters` entries, as ELMoForManyLangs).
+
+    A word table (`word_table_dim > 0`) joins the character CNN in the token
+    layer: x_k = projection([highway(char CNN(w_k)); v(w_k)]), where v(w) is a
+    row of a table of `word_table_rows` vectors (pretrained, frozen unless
+    `word_table_trainable`) or one of `word_table_specials` learned rows
+    (sentence boundaries, unknown words). Without a table the token layer is
+    the published one.
     """
 
     # contextual layers
@@ -71,6 +82,12 @@ class BiLMConfig:
     max_characters_per_token: int = 50
     activation: str = "relu"
     n_tokens_vocab: int = 0
+    characters: str = "bytes"
+    # word table beside the character CNN
+    word_table_rows: int = 0
+    word_table_dim: int = 0
+    word_table_specials: int = 0
+    word_table_trainable: bool = False
     # training
     dropout: float = 0.0
 
@@ -91,8 +108,12 @@ class BiLMConfig:
                         f"filter width {width} exceeds max_characters_per_token "
                         f"{self.max_characters_per_token}"
                     )
-            if self.n_characters not in (261, 262):
-                problems.append(f"n_characters must be 261 or 262, got {self.n_characters}")
+            if self.characters not in ("bytes", "dictionary"):
+                problems.append(f"characters must be 'bytes' or 'dictionary', got {self.characters!r}")
+            elif self.characters == "bytes" and self.n_characters not in (261, 262):
+                problems.append(f"n_characters must be 261 or 262 for byte inputs, got {self.n_characters}")
+            elif self.characters == "dictionary" and self.n_characters < 1:
+                problems.append("a character dictionary needs n_characters >= 1")
             if self.max_characters_per_token < 3:
                 problems.append("max_characters_per_token must be >= 3 (begin, one byte, end)")
             if self.activation not in ("relu", "tanh"):
@@ -101,10 +122,29 @@ class BiLMConfig:
                 problems.append("n_highway must be >= 0")
         elif self.n_tokens_vocab < 1:
             problems.append("a word-input biLM (use_character_inputs = false) needs n_tokens_vocab >= 1")
+        problems.extend(self._word_table_problems())
         if not 0.0 <= self.dropout < 1.0:
             problems.append(f"dropout must be in [0, 1), got {self.dropout}")
         if problems:
             raise OptionsError("Invalid biLM configuration: " + "; ".join(problems))
+
+    def _word_table_problems(self) -> list:
+        sizes = (self.word_table_rows, self.word_table_dim, self.word_table_specials)
+        if min(sizes) < 0:
+            return [f"word table sizes must be >= 0, got rows/dim/specials {sizes}"]
+        if self.word_table_dim == 0:
+            if self.word_table_rows or self.word_table_specials:
+                return ["word_table_rows / word_table_specials are set but word_table_dim is 0"]
+            return []
+        if not self.use_character_inputs:
+            return ["a word table joins the character CNN; a word-input biLM (use_character_inputs = false) has none"]
+        if self.word_table_rows + self.word_table_specials < 1:
+            return ["a word table needs at least one row (word_table_rows + word_table_specials >= 1)"]
+        return []
+
+    @property
+    def has_word_table(self) -> bool:
+        return self.word_table_dim > 0
 
     @property
     def n_filters(self) -> int:
@@ -211,6 +251,12 @@ class BiLMConfig:
                 "use_skip_connections": self.use_skip_connections,
             }
         }
+        if self.has_word_table or self.characters != "bytes":
+            raise OptionsError(
+                "the published format (options.json + weights.hdf5) has no place for "
+                + ("a word table" if self.has_word_table else "a character dictionary")
+                + "; save this model in the native format (spacy_elmo.io.save_native / `convert --format native`)"
+            )
         if self.use_character_inputs:
             options["char_cnn"] = {
                 "embedding": {"dim": self.char_embedding_dim},

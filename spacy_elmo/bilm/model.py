@@ -27,6 +27,7 @@ from .embedding import EMBED_BATCH_SENTENCES, EMBED_BATCH_TOKENS, length_sorted_
 from .layout import BOS_ROW, EOS_ROW, index_rows, stack_layers
 from .lstm import BiLSTMStack, LSTMState, TokenRows
 from .token_encoder import CharCNNEncoder, WordEncoder
+from .token_vocab import CharDictionary, DictionaryCharIdEncoder, WordTableVocabulary
 from .vocab import Vocabulary
 from .weights_key import WeightsKey, weights_key
 
@@ -61,17 +62,31 @@ class BiLM(nn.Module):
         vocab: Optional[Vocabulary] = None,
         boundary_strings: bool = False,
         backend: str = AUTO,
+        word_table_vocab: Optional[WordTableVocabulary] = None,
+        char_dictionary: Optional[CharDictionary] = None,
     ) -> None:
         """`boundary_strings`: treat the literal tokens "<S>" and "</S>" as sentence
         boundaries, as the reference did (default: ordinary tokens).
-        `backend`: how it computes (backends.py; default: the best available here)."""
+        `backend`: how it computes (backends.py; default: the best available here).
+        `word_table_vocab`, `char_dictionary`: the token layer's vocabularies,
+        needed where the config has a word table or a character dictionary."""
         super().__init__()
         self.config = config
         self.boundary_strings = boundary_strings
         self.token_encoder: Union[CharCNNEncoder, WordEncoder]
+        self.word_table_vocab = word_table_vocab if config.has_word_table else None
+        self.char_dictionary = char_dictionary if config.characters == "dictionary" else None
+        self.char_encoder: Union[CharIdEncoder, DictionaryCharIdEncoder]
         if config.use_character_inputs:
             self.token_encoder = CharCNNEncoder(config)
-            self.char_encoder = CharIdEncoder(config.max_characters_per_token, boundary_strings=boundary_strings)
+            self._check_token_vocabularies(word_table_vocab, char_dictionary)
+            if char_dictionary is not None and config.characters == "dictionary":
+                self.char_encoder = DictionaryCharIdEncoder(
+                    char_dictionary, config.max_characters_per_token, boundary_strings=boundary_strings
+                )
+                self.token_encoder.pad_id = self.char_encoder.pad_id
+            else:
+                self.char_encoder = CharIdEncoder(config.max_characters_per_token, boundary_strings=boundary_strings)
         else:
             if vocab is None or len(vocab) != config.n_tokens_vocab:
                 raise ValueError(
@@ -100,6 +115,34 @@ class BiLM(nn.Module):
         if isinstance(self.token_encoder, CharCNNEncoder):
             self.token_encoder.backend = name
         self.clear_cache()  # computed values may differ in the last bits between backends
+
+    def _check_token_vocabularies(
+        self, words: Optional[WordTableVocabulary], chars: Optional[CharDictionary]
+    ) -> None:
+        config = self.config
+        if config.has_word_table:
+            expected = (config.word_table_rows, config.word_table_specials)
+            if words is None or (words.n_rows, len(words.specials)) != expected:
+                found = None if words is None else (words.n_rows, len(words.specials))
+                raise ValueError(
+                    f"a biLM with a word table needs its vocabulary of {expected[0]} words and "
+                    f"{expected[1]} special rows, got {found}"
+                )
+        if config.characters == "dictionary" and (chars is None or len(chars) != config.n_characters):
+            raise ValueError(
+                f"a biLM reading a character dictionary needs its {config.n_characters} entries, "
+                f"got {None if chars is None else len(chars)}"
+            )
+
+    def set_word_table(self, vectors: torch.Tensor) -> None:
+        """Fill the word table's pretrained rows (word_table_rows, word_table_dim)."""
+        encoder = self.token_encoder
+        if not isinstance(encoder, CharCNNEncoder) or not encoder.has_table:
+            raise ValueError("this biLM has no word table")
+        if tuple(vectors.shape) != tuple(encoder.word_table.shape):
+            raise ValueError(f"word table vectors: expected shape {tuple(encoder.word_table.shape)}, got {tuple(vectors.shape)}")
+        with torch.no_grad():
+            encoder.word_table.copy_(vectors)
 
     # -- setup -------------------------------------------------------------------------
     def reset_parameters(self, seed: Optional[int] = None) -> None:
@@ -172,7 +215,12 @@ class BiLM(nn.Module):
             ids = self.char_encoder.encode(tokens)
             if not with_boundaries:
                 ids = ids[2:]
-            return self.token_encoder(torch.from_numpy(ids).to(device))
+            word_ids = None
+            table_vocab = self.word_table_vocab
+            if table_vocab is not None:
+                boundary_ids = [table_vocab.bos_id, table_vocab.eos_id] if with_boundaries else []
+                word_ids = torch.tensor(boundary_ids + table_vocab.encode(tokens), dtype=torch.long, device=device)
+            return self.token_encoder(torch.from_numpy(ids).to(device), word_ids)
         vocab = self.input_vocab
         assert vocab is not None  # a word-input biLM always has one (see __init__)
         word_ids = ([vocab.bos, vocab.eos] if with_boundaries else []) + vocab.encode(tokens)

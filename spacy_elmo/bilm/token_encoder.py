@@ -30,7 +30,13 @@ _MAX_CONV_ELEMENTS = 1 << 24
 
 
 class CharCNNEncoder(nn.Module):
-    """Character ids (n, max_chars) -> token vectors (n, output_dim)."""
+    """Character ids (n, max_chars) [+ word-table ids (n,)] -> token vectors (n, output_dim).
+
+    With a word table (`config.has_word_table`) the projection reads
+    [highway(char CNN); table row]: the table's `word_table_rows` pretrained
+    rows (`word_table`, frozen unless `word_table_trainable`), then its
+    learned rows (`word_specials`: boundaries, unknown words).
+    """
 
     def __init__(self, config: BiLMConfig, backend: str = AUTO) -> None:
         super().__init__()
@@ -40,8 +46,11 @@ class CharCNNEncoder(nn.Module):
         dim = config.char_embedding_dim
         self.widths = [w for w, _ in config.filters]
         self.max_width = max(self.widths)
-        # row 0 = absent token (always zero); rows 1..261 = the published table
-        self.char_embed = nn.Parameter(torch.zeros(262, dim))
+        # row 0 = absent token (always zero); rows 1..261 = the published table (bytes),
+        # or 1..n_characters = a character dictionary's entries
+        n_rows = 262 if config.characters == "bytes" else config.n_characters + 1
+        self.char_embed = nn.Parameter(torch.zeros(n_rows, dim))
+        self.pad_id = PAD_ID  # a character dictionary has its own (BiLM sets it)
         self.conv_weights = nn.ParameterList([nn.Parameter(torch.zeros(w, dim, n)) for w, n in config.filters])
         self.conv_biases = nn.ParameterList([nn.Parameter(torch.zeros(n)) for _, n in config.filters])
         n_filters = config.n_filters
@@ -52,9 +61,18 @@ class CharCNNEncoder(nn.Module):
             self.highways.append(nn.Parameter(torch.zeros(n_filters, 2 * n_filters)))
             self.highway_biases.append(nn.Parameter(torch.zeros(2 * n_filters)))
         self.n_filters = n_filters
-        self.has_projection = n_filters != config.projection_dim
+        self.table_rows = config.word_table_rows
+        self.has_table = config.has_word_table
+        if self.has_table:
+            dim_v = config.word_table_dim
+            self.word_table = nn.Parameter(
+                torch.zeros(config.word_table_rows, dim_v), requires_grad=config.word_table_trainable
+            )
+            self.word_specials = nn.Parameter(torch.zeros(config.word_table_specials, dim_v))
+        proj_in = n_filters + config.word_table_dim
+        self.has_projection = self.has_table or n_filters != config.projection_dim
         if self.has_projection:
-            self.proj_weight = nn.Parameter(torch.zeros(n_filters, config.projection_dim))
+            self.proj_weight = nn.Parameter(torch.zeros(proj_in, config.projection_dim))
             self.proj_bias = nn.Parameter(torch.zeros(config.projection_dim))
         self.output_dim = config.projection_dim
         # per-filter last valid window start: a width-w window must fit in max_chars
@@ -77,8 +95,12 @@ class CharCNNEncoder(nn.Module):
                 weight.normal_(0.0, math.sqrt(1.0 / self.n_filters), generator=generator)
                 bias[: self.n_filters].zero_()
                 bias[self.n_filters :].fill_(-2.0)  # start close to the identity
+            if self.has_table:
+                # the pretrained rows come from a vector file (`set_word_table`); the learned ones start small
+                self.word_specials.normal_(0.0, 0.1, generator=generator)
             if self.has_projection:
-                self.proj_weight.normal_(0.0, math.sqrt(1.0 / self.n_filters), generator=generator)
+                fan_in = self.proj_weight.shape[0]
+                self.proj_weight.normal_(0.0, math.sqrt(1.0 / fan_in), generator=generator)
                 self.proj_bias.zero_()
 
     def _stacked_kernel(self) -> torch.Tensor:
@@ -92,7 +114,21 @@ class CharCNNEncoder(nn.Module):
             blocks.append(block)
         return torch.cat(blocks, dim=1)
 
-    def forward(self, char_ids: torch.Tensor) -> torch.Tensor:
+    def table_vectors(self, word_ids: torch.Tensor) -> torch.Tensor:
+        """Rows of the word table: ids below `table_rows` are pretrained, the rest learned."""
+        rows = self.table_rows
+        if rows == 0:
+            return self.word_specials[word_ids]
+        if self.word_specials.shape[0] == 0:
+            return self.word_table[word_ids]
+        is_special = (word_ids >= rows)[:, None]
+        pretrained = self.word_table[word_ids.clamp(max=rows - 1)]
+        learned = self.word_specials[(word_ids - rows).clamp(min=0)]
+        return torch.where(is_special, learned, pretrained)
+
+    def forward(self, char_ids: torch.Tensor, word_ids: Optional[torch.Tensor] = None) -> torch.Tensor:
+        if self.has_table and (word_ids is None or word_ids.shape[0] != char_ids.shape[0]):
+            raise ValueError("this token encoder has a word table: pass one word id per token")
         if char_ids.shape[0] == 0:
             return self.char_embed.new_zeros((0, self.output_dim))
         pooled = self.pool(char_ids)
@@ -105,6 +141,9 @@ class CharCNNEncoder(nn.Module):
             transform = torch.relu(h[:, : self.n_filters])
             carry = torch.sigmoid(h[:, self.n_filters :])
             x = torch.addcmul(x, carry, transform - x)  # carry * transform + (1 - carry) * x
+        if self.has_table:
+            assert word_ids is not None  # checked above
+            x = torch.cat([x, self.table_vectors(word_ids).to(x.dtype)], dim=1)
         if self.has_projection:
             x = self._product(self.proj_bias, x, self.proj_weight)
         return x
@@ -128,9 +167,10 @@ class CharCNNEncoder(nn.Module):
         dim = self.char_embed.shape[1]
         wmax = self.max_width
         # the window of pure padding, shared by every token
-        pad_window = self.char_embed[PAD_ID].repeat(wmax)
+        pad_id = self.pad_id
+        pad_window = self.char_embed[pad_id].repeat(wmax)
         pad_value = pad_window @ kernel + bias
-        lengths = ((char_ids != PAD_ID) & (char_ids != 0)).sum(dim=1)
+        lengths = ((char_ids != pad_id) & (char_ids != 0)).sum(dim=1)
         lengths_np = lengths.cpu().numpy()
         order = numpy.argsort(lengths_np, kind="stable")
         sorted_lengths = lengths_np[order]

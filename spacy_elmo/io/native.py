@@ -21,6 +21,7 @@ from ..bilm.config import BiLMConfig, OptionsError
 from ..bilm.heads import SoftmaxHead
 from ..bilm.language_model import LanguageModel
 from ..bilm.model import BiLM
+from ..bilm.token_vocab import VOCABULARIES_FILE, load_token_vocabularies, save_token_vocabularies
 from ..bilm.vocab import Vocabulary
 from .atomic import atomic_path
 from .errors import WeightsError
@@ -34,6 +35,7 @@ META_FILE = "elmo.json"
 BILM_FILE = "bilm.safetensors"
 VOCAB_FILE = "vocab.txt"
 SOFTMAX_FILE = "softmax.safetensors"
+WORD_TABLE_TENSOR = "token_encoder.word_table"
 
 PathLike = Union[str, Path]
 
@@ -62,35 +64,52 @@ def save_native(
     head: Optional[SoftmaxHead] = None,
     metadata: Optional[Dict[str, Any]] = None,
     storage_dtype: str = "float32",
+    table_dtype: Optional[str] = None,
 ) -> Path:
     """Write the model; `storage_dtype="float16"` halves the files (the weights are
     read back into float32; the layers of the embedded model then move by up to
-    3e-3, so it ships in float32)."""
+    3e-3, so it ships in float32). `table_dtype` stores the word table's
+    pretrained rows in another precision (default: `storage_dtype`)."""
     from safetensors.torch import save_file
 
-    if storage_dtype not in STORAGE_DTYPES:
-        raise ValueError(f"storage_dtype must be one of {sorted(STORAGE_DTYPES)}, got {storage_dtype!r}")
+    for name in (storage_dtype, table_dtype or storage_dtype):
+        if name not in STORAGE_DTYPES:
+            raise ValueError(f"storage_dtype / table_dtype must be one of {sorted(STORAGE_DTYPES)}, got {name!r}")
     dtype = STORAGE_DTYPES[storage_dtype]
+    overrides = {WORD_TABLE_TENSOR: STORAGE_DTYPES[table_dtype]} if table_dtype else {}
 
     directory = Path(directory)
     directory.mkdir(parents=True, exist_ok=True)
     if head is not None and vocab is None:
         raise ValueError("a softmax needs its vocabulary")
     vocab = vocab if vocab is not None else bilm.input_vocab
-    _atomic(directory / BILM_FILE, lambda p: save_file(_contiguous(bilm.state_dict(), dtype), str(p)))
+    _atomic(directory / BILM_FILE, lambda p: save_file(_contiguous(bilm.state_dict(), dtype, overrides), str(p)))
     if vocab is not None:
         _atomic(directory / VOCAB_FILE, lambda p: vocab.to_file(p))
+    token_vocab = bilm.word_table_vocab is not None or bilm.char_dictionary is not None
+    if token_vocab:
+        _atomic(
+            directory / VOCABULARIES_FILE,
+            lambda p: save_token_vocabularies(p, bilm.word_table_vocab, bilm.char_dictionary),
+        )
+    else:
+        (directory / VOCABULARIES_FILE).unlink(missing_ok=True)
     if head is not None:
         _atomic(directory / SOFTMAX_FILE, lambda p: save_file(_contiguous(head.state_dict(), dtype), str(p)))
     else:
         (directory / SOFTMAX_FILE).unlink(missing_ok=True)
-    checksums = {name: _sha256(directory / name) for name in (BILM_FILE, SOFTMAX_FILE) if (directory / name).exists()}
+    checksums = {
+        name: _sha256(directory / name)
+        for name in (BILM_FILE, SOFTMAX_FILE, VOCABULARIES_FILE)
+        if (directory / name).exists()
+    }
     meta = {
         "format": FORMAT_NAME,
         "format_version": FORMAT_VERSION,
         "bilm": bilm.config.to_dict(),
         "boundary_strings": bilm.boundary_strings,
         "vocab": vocab is not None,
+        "token_vocab": token_vocab,
         "softmax": head.config() if head is not None else None,
         "sha256": checksums,
         "metadata": metadata or {},
@@ -137,12 +156,27 @@ def load_native(directory: PathLike, with_softmax: bool = True) -> NativeModel:
             vocab = Vocabulary.from_file(vocab_path)
         except (OSError, ValueError) as err:
             raise WeightsError(f"{vocab_path}: {err}") from None
-    bilm = BiLM(
-        config,
-        vocab=vocab if not config.use_character_inputs else None,
-        boundary_strings=bool(meta.get("boundary_strings", False)),
-    )
     checksums = meta.get("sha256") or {}
+    words, chars = None, None
+    if meta.get("token_vocab"):
+        path = directory / VOCABULARIES_FILE
+        if not path.is_file():
+            raise WeightsError(f"{path}: missing (listed in {META_FILE})")
+        _verify(path, checksums.get(VOCABULARIES_FILE))
+        try:
+            words, chars = load_token_vocabularies(path)
+        except ValueError as err:
+            raise WeightsError(str(err)) from None
+    try:
+        bilm = BiLM(
+            config,
+            vocab=vocab if not config.use_character_inputs else None,
+            boundary_strings=bool(meta.get("boundary_strings", False)),
+            word_table_vocab=words,
+            char_dictionary=chars,
+        )
+    except ValueError as err:
+        raise WeightsError(f"{directory}: {err}") from None
     _verify(directory / BILM_FILE, checksums.get(BILM_FILE))
     _load_state(bilm, directory / BILM_FILE)
     head = None
@@ -206,9 +240,16 @@ def _verify(path: Path, expected: Optional[str]) -> None:
         )
 
 
-def _contiguous(state: Dict[str, torch.Tensor], dtype: torch.dtype = torch.float32) -> Dict[str, torch.Tensor]:
-    """CPU tensors to store; floating-point ones in `dtype`."""
-    return {k: v.detach().cpu().to(dtype if v.is_floating_point() else v.dtype).contiguous() for k, v in state.items()}
+def _contiguous(
+    state: Dict[str, torch.Tensor], dtype: torch.dtype = torch.float32, overrides: Optional[Dict[str, torch.dtype]] = None
+) -> Dict[str, torch.Tensor]:
+    """CPU tensors to store; floating-point ones in `dtype` (or their entry of `overrides`)."""
+    overrides = overrides or {}
+
+    def stored(name: str, value: torch.Tensor) -> torch.dtype:
+        return overrides.get(name, dtype) if value.is_floating_point() else value.dtype
+
+    return {k: v.detach().cpu().to(stored(k, v)).contiguous() for k, v in state.items()}
 
 
 def _atomic(path: Path, write) -> None:

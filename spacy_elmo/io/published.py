@@ -185,9 +185,13 @@ def export_published(model: BiLM, directory: PathLike, vocab_name: str = "vocab.
     """Write options.json + weights.hdf5 that any published-format reader loads."""
     import h5py
 
+    config = model.config
+    try:
+        options = config.to_options()  # before anything is written: some models have no published form
+    except OptionsError as err:
+        raise WeightsError(str(err)) from None
     directory = Path(directory)
     directory.mkdir(parents=True, exist_ok=True)
-    config = model.config
     options_path = directory / "options.json"
     weights_path = directory / "weights.hdf5"
     arrays = _collect(model, config)
@@ -196,7 +200,7 @@ def export_published(model: BiLM, directory: PathLike, vocab_name: str = "vocab.
         for name, array in arrays.items():
             f.create_dataset(name, data=array)
     tmp.replace(weights_path)
-    options_path.write_text(json.dumps(config.to_options(), indent=2) + "\n", encoding="utf-8")
+    options_path.write_text(json.dumps(options, indent=2) + "\n", encoding="utf-8")
     if model.input_vocab is not None:
         model.input_vocab.to_file(directory / vocab_name)
     return options_path, weights_path

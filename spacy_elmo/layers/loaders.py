@@ -112,7 +112,8 @@ def _loader(read: Callable[[], BiLM], source: str) -> Loader:
 
 _SHAPE_FIELDS = (
     "lstm_dim", "projection_dim", "n_layers", "use_character_inputs", "filters",
-    "n_highway", "char_embedding_dim", "n_characters", "n_tokens_vocab",
+    "n_highway", "char_embedding_dim", "n_characters", "n_tokens_vocab", "characters",
+    "word_table_rows", "word_table_dim", "word_table_specials",
 )
 
 

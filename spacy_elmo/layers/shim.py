@@ -76,6 +76,8 @@ def _serialize(module: Optional[BatchedBiLM]) -> bytes:
         "config": bilm.config.to_dict(),
         "boundary_strings": bilm.boundary_strings,
         "vocab": bilm.input_vocab.words if bilm.input_vocab is not None else None,
+        "word_table_vocab": bilm.word_table_vocab.to_dict() if bilm.word_table_vocab is not None else None,
+        "char_dictionary": bilm.char_dictionary.to_dict() if bilm.char_dictionary is not None else None,
         "state": save(state),
     }
     return srsly.msgpack_dumps(payload)
@@ -84,6 +86,7 @@ def _serialize(module: Optional[BatchedBiLM]) -> bytes:
 def _deserialize(old: Optional[BatchedBiLM], data: bytes, device) -> Optional[BatchedBiLM]:
     from safetensors.torch import load
 
+    from ..bilm.token_vocab import CharDictionary, WordTableVocabulary
     from ..bilm.vocab import Vocabulary
 
     payload = srsly.msgpack_loads(data)
@@ -91,7 +94,14 @@ def _deserialize(old: Optional[BatchedBiLM], data: bytes, device) -> Optional[Ba
         return old
     config = BiLMConfig.from_dict(payload["config"], source="serialized elmo component")
     vocab = Vocabulary(payload["vocab"]) if payload.get("vocab") else None
-    bilm = BiLM(config, vocab=vocab, boundary_strings=payload.get("boundary_strings", False))
+    words, chars = payload.get("word_table_vocab"), payload.get("char_dictionary")
+    bilm = BiLM(
+        config,
+        vocab=vocab,
+        boundary_strings=payload.get("boundary_strings", False),
+        word_table_vocab=WordTableVocabulary.from_dict(words) if words else None,
+        char_dictionary=CharDictionary.from_dict(chars) if chars else None,
+    )
     bilm.load_state_dict(load(payload["state"]))
     bilm.to(device)
     bilm.eval()
