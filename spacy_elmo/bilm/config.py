@@ -255,7 +255,7 @@ class BiLMConfig:
             raise OptionsError(
                 "the published format (options.json + weights.hdf5) has no place for "
                 + ("a word table" if self.has_word_table else "a character dictionary")
-                + "; save this model in the native format (spacy_elmo.io.save_native / `convert --format native`)"
+                + "; save this model in the native format (spacy_elmo.io.save_native, or `convert --to native`)"
             )
         if self.use_character_inputs:
             options["char_cnn"] = {

@@ -140,7 +140,8 @@ class BiLM(nn.Module):
         if not isinstance(encoder, CharCNNEncoder) or not encoder.has_table:
             raise ValueError("this biLM has no word table")
         if tuple(vectors.shape) != tuple(encoder.word_table.shape):
-            raise ValueError(f"word table vectors: expected shape {tuple(encoder.word_table.shape)}, got {tuple(vectors.shape)}")
+            expected = tuple(encoder.word_table.shape)
+            raise ValueError(f"word table vectors: expected shape {expected}, got {tuple(vectors.shape)}")
         with torch.no_grad():
             encoder.word_table.copy_(vectors)
 
@@ -215,12 +216,12 @@ class BiLM(nn.Module):
             ids = self.char_encoder.encode(tokens)
             if not with_boundaries:
                 ids = ids[2:]
-            word_ids = None
+            table_ids = None
             table_vocab = self.word_table_vocab
             if table_vocab is not None:
                 boundary_ids = [table_vocab.bos_id, table_vocab.eos_id] if with_boundaries else []
-                word_ids = torch.tensor(boundary_ids + table_vocab.encode(tokens), dtype=torch.long, device=device)
-            return self.token_encoder(torch.from_numpy(ids).to(device), word_ids)
+                table_ids = torch.tensor(boundary_ids + table_vocab.encode(tokens), dtype=torch.long, device=device)
+            return self.token_encoder(torch.from_numpy(ids).to(device), table_ids)
         vocab = self.input_vocab
         assert vocab is not None  # a word-input biLM always has one (see __init__)
         word_ids = ([vocab.bos, vocab.eos] if with_boundaries else []) + vocab.encode(tokens)

@@ -241,7 +241,9 @@ def _verify(path: Path, expected: Optional[str]) -> None:
 
 
 def _contiguous(
-    state: Dict[str, torch.Tensor], dtype: torch.dtype = torch.float32, overrides: Optional[Dict[str, torch.dtype]] = None
+    state: Dict[str, torch.Tensor],
+    dtype: torch.dtype = torch.float32,
+    overrides: Optional[Dict[str, torch.dtype]] = None,
 ) -> Dict[str, torch.Tensor]:
     """CPU tensors to store; floating-point ones in `dtype` (or their entry of `overrides`)."""
     overrides = overrides or {}

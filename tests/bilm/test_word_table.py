@@ -1,5 +1,6 @@
 """The token layer with a word table: x = projection([highway(char CNN); v(w)])."""
 import json
+from typing import Any, Dict
 
 import numpy
 import pytest
@@ -15,7 +16,7 @@ SENTENCES = [["The", "bank", "of", "the", "river"], ["Money", "zzz"], ["bank"]]
 
 
 def table_config(**changes) -> BiLMConfig:
-    settings = dict(
+    settings: Dict[str, Any] = dict(
         lstm_dim=16, projection_dim=8, n_layers=2, filters=((1, 4), (2, 6)), n_highway=1,
         max_characters_per_token=12, word_table_rows=len(WORDS), word_table_dim=6, word_table_specials=3,
     )
@@ -103,7 +104,8 @@ def test_native_round_trip_and_float16_table(tmp_path):
     torch.testing.assert_close(
         half.token_encoder.word_table, bilm.token_encoder.word_table.half().float(), rtol=0, atol=0
     )
-    assert (tmp_path / "f16" / "bilm.safetensors").stat().st_size < (tmp_path / "f32" / "bilm.safetensors").stat().st_size
+    sizes = [(tmp_path / name / "bilm.safetensors").stat().st_size for name in ("f16", "f32")]
+    assert sizes[0] < sizes[1]
 
 
 def test_a_damaged_vocabulary_file_is_a_clear_error(tmp_path):
