@@ -15,8 +15,18 @@ Like spaCy's Tok2VecListener, a listener never runs its upstream:
 
 Each listener feeds its own ScalarMix: every task learns its own weighting of
 the biLM layers (ELMo eq. 1), and optionally projects to a given width.
+
+Two settings of the paper's downstream use belong to the listener, not to
+the upstream (each task sets its own):
+
+* `dropout`: dropout of the mixed vector in training, at a fixed rate that
+  spaCy's `[training] dropout` does not overwrite (see `ElmoDropout`);
+* `grad_factor`: the factor applied to the gradient this listener sends back
+  to the upstream (see `GradFactor`), as spacy-transformers' listeners do;
+  0 keeps this task from fine-tuning the biLM.
 """
-from typing import Callable, List, Optional
+import math
+from typing import Callable, List, Optional, Tuple
 
 from spacy.util import registry
 from thinc.api import Linear, Model, chain, with_array
@@ -24,6 +34,9 @@ from thinc.layers.chain import init as chain_init
 from thinc.types import Floats2d, Floats3d
 
 from .scalar_mix import ScalarMix
+
+DEFAULT_DROPOUT = 0.5
+"""The listener's default dropout of the mixed vector (AllenNLP's `Elmo` default)."""
 
 _UPSTREAM_HELP = (
     "add an 'elmo' component before it (nlp.add_pipe('elmo', before=...)), or set the "
@@ -121,39 +134,124 @@ def _empty_backprop(d_outputs) -> list:  # module level, for pickling
     return []
 
 
+DROPOUT_ATTR = "elmo_dropout"
+"""ElmoDropout's rate attr: not thinc's `dropout_rate`, which `set_dropout_rate` overwrites."""
+
+
+def ElmoDropout(rate: float) -> Model[List[Floats2d], List[Floats2d]]:
+    """Dropout of the mixed ELMo vectors at a fixed rate, in training only.
+
+    The paper regularises the ELMo vector with dropout of its own; its rate is
+    a setting of the listener. spaCy calls thinc's `set_dropout_rate(model,
+    drop)` on every update, which sets every `dropout_rate` attr it finds, so
+    the rate is kept under another attr name (`DROPOUT_ATTR`) and only this
+    layer reads it. At prediction (`is_train` false) the input is returned
+    unchanged; in training each value is zeroed with probability `rate` and
+    the others scaled by 1 / (1 - rate) (inverted dropout, as torch's and
+    thinc's).
+    """
+    if not 0.0 <= rate < 1.0:
+        raise ValueError(f"dropout must be in [0, 1), got {rate}")
+    return Model("elmo-dropout", _dropout_forward, attrs={DROPOUT_ATTR: float(rate)})
+
+
+def _dropout_forward(model: Model, Xs: List[Floats2d], is_train: bool) -> Tuple[List[Floats2d], Callable]:
+    rate = model.attrs[DROPOUT_ATTR]
+    if not is_train or not rate:
+        return Xs, _identity_backprop
+    masks = [model.ops.get_dropout_mask(X.shape, rate) for X in Xs]
+
+    def backprop(dYs: List[Floats2d]) -> List[Floats2d]:
+        return [dY * mask for dY, mask in zip(dYs, masks)]
+
+    return [X * mask for X, mask in zip(Xs, masks)], backprop
+
+
+def _identity_backprop(dYs):  # module level, for pickling
+    return dYs
+
+
+def GradFactor(factor: float) -> Model[List[Floats3d], List[Floats3d]]:
+    """Pass the layers on unchanged; multiply the gradient going back to their source by `factor`.
+
+    Placed between the layers' source (the listener, or a standalone biLM)
+    and the mix, so the mix and everything after it learn from the full
+    gradient, while the biLM receives `factor` times it: 1 is plain
+    backpropagation, 0 sends zeros (this task does not fine-tune the biLM),
+    values in between fine-tune it more gently than the task layers.
+    """
+    if not math.isfinite(factor):
+        raise ValueError(f"grad_factor must be a finite number, got {factor}")
+    return Model("elmo-grad-factor", _grad_factor_forward, attrs={"grad_factor": float(factor)})
+
+
+def _grad_factor_forward(model: Model, Xs: List[Floats3d], is_train: bool) -> Tuple[List[Floats3d], Callable]:
+    factor = model.attrs["grad_factor"]
+
+    def backprop(dXs: List[Floats3d]) -> List[Floats3d]:
+        if factor == 1.0:
+            return dXs
+        if factor == 0.0:
+            return [model.ops.xp.zeros_like(dX) for dX in dXs]
+        return [dX * factor for dX in dXs]
+
+    return Xs, backprop
+
+
 @registry.architectures("spacy-elmo.ElmoListener.v1")
 def ElmoListener(
     width: Optional[int] = None,
     upstream: str = "*",
     mix: Optional[Model[List[Floats3d], List[Floats2d]]] = None,
+    dropout: float = DEFAULT_DROPOUT,
+    grad_factor: float = 1.0,
 ) -> Model[List, List[Floats2d]]:
     """Token vectors for a downstream component: its own mix of the upstream's layers.
 
     width: project the mix to this width (None: the biLM's width, 2 * projection_dim).
     upstream: name of the elmo component to listen to ("*": any).
     mix: the ScalarMix; `spacy-elmo.ScalarMix.v1` with defaults when omitted.
+    dropout: dropout rate of the mixed vector in training, in [0, 1); fixed,
+        not overwritten by spaCy's `[training] dropout`.
+    grad_factor: factor on the gradient sent back to the upstream (0: this
+        listener does not fine-tune the biLM; matters only when elmo is not frozen).
     """
-    return mix_chain(ElmoListenerLayer(upstream), width, mix, source="ElmoListener")
+    return mix_chain(
+        ElmoListenerLayer(upstream), width, mix, source="ElmoListener", dropout=dropout, grad_factor=grad_factor
+    )
 
 
 def mix_chain(
-    layers_source: Model, width: Optional[int], mix: Optional[Model], source: str
+    layers_source: Model,
+    width: Optional[int],
+    mix: Optional[Model],
+    source: str,
+    dropout: float = DEFAULT_DROPOUT,
+    grad_factor: float = 1.0,
 ) -> Model[List, List[Floats2d]]:
-    """chain(layers_source, mix[, projection]): docs -> per doc (n_tokens, width).
+    """chain(layers_source, grad factor, mix, dropout[, projection]): docs -> per doc (n_tokens, width).
 
     The listener and the standalone model (what `replace_listeners` puts in a
     listener's place) share this shape, so one can be saved and loaded as the
-    other.
+    other. The dropout and grad-factor layers are there at every setting
+    (rate 0 and factor 1 are identities), so the structure does not depend
+    on the values.
     """
     if width is not None and width < 1:
         raise ValueError(f"{source}: width must be a positive integer or null, got {width}")
+    if not 0.0 <= dropout < 1.0:
+        raise ValueError(f"{source}: dropout must be in [0, 1), got {dropout}")
+    if not math.isfinite(grad_factor):
+        raise ValueError(f"{source}: grad_factor must be a finite number, got {grad_factor}")
     mix = mix if mix is not None else ScalarMix()
-    layers = [layers_source, mix]
+    layers = [layers_source, GradFactor(grad_factor), mix, ElmoDropout(dropout)]
     if width is not None:
         layers.append(with_array(Linear(nO=width)))
     model: Model[List, List[Floats2d]] = chain(*layers)
     model.set_ref("listener", layers_source)
+    model.set_ref("grad_factor", layers[1])
     model.set_ref("mix", mix)
+    model.set_ref("dropout", layers[3])
     if width is not None:
         model.set_dim("nO", width)
     model.attrs["elmo_listener"] = True
@@ -169,15 +267,15 @@ def _init_mix_chain(model: Model, X=None, Y=None) -> Model:
         return model
     source.initialize(X=X)
     layers, _ = source(X, is_train=False)
-    mix = model.layers[1]
+    mix = model.get_ref("mix")
     mix.initialize(X=layers)
     mixed, _ = mix(layers, is_train=False)
-    for layer in model.layers[2:]:
+    projection = model.layers[4:]
+    for layer in projection:
         layer.initialize(X=mixed)
     if model.maybe_get_dim("nO") is None:
-        last = model.layers[-1] if len(model.layers) > 2 else source
-        model.set_dim("nO", last.get_dim("nO"))
+        model.set_dim("nO", (projection[-1] if projection else source).get_dim("nO"))
     return model
 
 
-__all__ = ["ElmoListener", "ElmoListenerLayer", "mix_chain"]
+__all__ = ["DROPOUT_ATTR", "ElmoDropout", "ElmoListener", "ElmoListenerLayer", "GradFactor", "mix_chain"]

@@ -12,8 +12,8 @@ functions the `elmo` model carries in its attrs (as spacy-transformers does):
 * in the config, `replace_listener_cfg` rewrites the listener's block (also
   one nested inside `spacy-elmo.ElmoTok2Vec.v1`) into an
   `ElmoStandalone.v1` block that builds the same structure: the biLM, the
-  same mix, the same projection. The saved pipeline therefore loads and tags
-  the same.
+  same mix, dropout, grad factor and projection. The saved pipeline
+  therefore loads and tags the same.
 """
 import copy
 from typing import Any, Dict, List, Optional
@@ -23,7 +23,7 @@ from thinc.api import Model
 from thinc.types import Floats2d, Floats3d
 
 from .bilm_model import get_bilm
-from .listener import mix_chain
+from .listener import DEFAULT_DROPOUT, mix_chain
 
 LISTENER = "spacy-elmo.ElmoListener.v1"
 STANDALONE = "spacy-elmo.ElmoStandalone.v1"
@@ -35,15 +35,19 @@ def ElmoStandalone(
     width: Optional[int] = None,
     mix: Optional[Model[List[Floats3d], List[Floats2d]]] = None,
     frozen: bool = True,
+    dropout: float = DEFAULT_DROPOUT,
+    grad_factor: float = 1.0,
 ) -> Model[List, List[Floats2d]]:
     """A component's own biLM and mix: what a listener becomes after `replace_listeners`.
 
     bilm: a `spacy-elmo.ElmoBiLM.v1` model.
-    width, mix: as for `spacy-elmo.ElmoListener.v1`.
+    width, mix, dropout: as for `spacy-elmo.ElmoListener.v1`.
     frozen: keep the biLM's weights fixed while the owning component trains.
+    grad_factor: factor on the gradient into this biLM when it is not frozen
+        (as the listener's factor on the gradient into the elmo component).
     """
     bilm.attrs["frozen"] = frozen
-    return mix_chain(bilm, width, mix, source="ElmoStandalone")
+    return mix_chain(bilm, width, mix, source="ElmoStandalone", dropout=dropout, grad_factor=grad_factor)
 
 
 def replace_listener(model: Model, listener: Model, component: Any) -> Model:
@@ -63,6 +67,8 @@ def replace_listener_cfg(bilm_cfg: Dict[str, Any], listener_cfg: Dict[str, Any],
             "width": listener_cfg.get("width"),
             "mix": copy.deepcopy(listener_cfg.get("mix")),
             "frozen": frozen,
+            "dropout": listener_cfg.get("dropout", DEFAULT_DROPOUT),
+            "grad_factor": listener_cfg.get("grad_factor", 1.0),
         }
     result = dict(listener_cfg)
     for key, value in listener_cfg.items():

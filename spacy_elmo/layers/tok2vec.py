@@ -4,6 +4,8 @@ As the paper's downstream models: the task-specific ELMo mix is concatenated
 with the task's context-free token representation (e.g. spaCy's
 MultiHashEmbed), projected to `width` with a Maxout layer, and optionally fed
 to a contextual encoder (e.g. spaCy's MaxoutWindowEncoder) of that width.
+The ELMo settings of the task (its mix, the dropout of the mixed vector, the
+gradient factor into the biLM) are the `elmo` listener's own arguments.
 
     [components.tagger.model.tok2vec]
     @architectures = "spacy-elmo.ElmoTok2Vec.v1"
@@ -11,6 +13,8 @@ to a contextual encoder (e.g. spaCy's MaxoutWindowEncoder) of that width.
 
     [components.tagger.model.tok2vec.elmo]
     @architectures = "spacy-elmo.ElmoListener.v1"
+    dropout = 0.5
+    grad_factor = 1.0
 
     [components.tagger.model.tok2vec.embed]
     @architectures = "spacy.MultiHashEmbed.v2"
@@ -42,7 +46,12 @@ def ElmoTok2Vec(
     maxout_pieces: int = 3,
     dropout: Optional[float] = 0.0,
 ) -> Model[List, List[Floats2d]]:
-    """Concatenate the ELMo mix with `embed`, project to `width`, then `encode`."""
+    """Concatenate the ELMo mix with `embed`, project to `width`, then `encode`.
+
+    dropout: the Maxout projection's dropout (thinc's `Dropout`: spaCy's
+        `[training] dropout` replaces it on every update); the ELMo vector's
+        own, fixed dropout is the `elmo` listener's `dropout`.
+    """
     if width < 1:
         raise ValueError(f"ElmoTok2Vec: width must be >= 1, got {width}")
     if encode is not None:
