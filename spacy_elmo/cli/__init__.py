@@ -1,12 +1,13 @@
 """Command line: `python -m spacy_elmo COMMAND`, `spacy-elmo COMMAND` or `spacy elmo COMMAND`.
 
-Commands: pretrain, perplexity, embed, convert, info, corpus, evaluate.
+Commands: pretrain, perplexity, embed, convert, info, download, corpus, evaluate.
 """
 import typer
 
 from ._util import prefer_huge_pages
 from .convert import convert_cli
 from .corpus import corpus_cli
+from .download import download_cli
 from .embed import embed_cli
 from .evaluate import evaluate_cli
 from .info import info_cli
@@ -30,6 +31,7 @@ app.command("perplexity")(perplexity_cli)
 app.command("embed")(embed_cli)
 app.command("convert")(convert_cli)
 app.command("info")(info_cli)
+app.command("download")(download_cli)
 app.command("corpus")(corpus_cli)
 app.command("evaluate")(evaluate_cli)
 

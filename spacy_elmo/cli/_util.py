@@ -1,7 +1,7 @@
 """Shared command-line helpers."""
 import os
 from pathlib import Path
-from typing import Optional
+from typing import Optional, Union
 
 import typer
 from wasabi import msg
@@ -15,7 +15,8 @@ def fail(message: str, code: int = 1) -> None:
     raise typer.Exit(code)
 
 
-def load_weights_or_fail(path: Optional[Path], with_softmax: bool = False):
+def load_weights_or_fail(path: Optional[Union[str, Path]], with_softmax: bool = False):
+    """The model `path` names (a directory, archive, URL or catalogue name; None: the embedded one), or exit."""
     from ..io import load_model
     from ..resources import default_model_path
 

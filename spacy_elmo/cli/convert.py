@@ -8,7 +8,7 @@ from ._util import fail, load_weights_or_fail
 
 
 def convert_cli(
-    input_dir: Path = typer.Argument(..., help="Weights directory in either format"),
+    input_dir: str = typer.Argument(..., help="Model to convert: a directory, archive, URL or catalogue name"),
     output_dir: Path = typer.Argument(..., help="Directory to write"),
     to: str = typer.Option("native", "--to", "-t", help="Target format: native or published"),
     no_softmax: bool = typer.Option(False, "--no-softmax", help="Native target: leave the softmax out"),

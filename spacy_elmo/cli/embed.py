@@ -17,8 +17,9 @@ def embed_cli(
         ..., help="Text file: one sentence per line, tokens separated by whitespace", exists=True, dir_okay=False
     ),
     output_path: Path = typer.Argument(..., help="HDF5 file to write"),
-    weights: Optional[Path] = typer.Option(
-        None, "--weights", "-w", help="Weights directory (default: embedded English model)"
+    weights: Optional[str] = typer.Option(
+        None, "--weights", "-w",
+        help="Model: a directory, archive, URL or catalogue name (default: embedded English model)",
     ),
     batch_size: int = typer.Option(EMBED_BATCH_SENTENCES, "--batch-size", "-b", help="Most sentences per batch"),
     batch_tokens: int = typer.Option(EMBED_BATCH_TOKENS, "--batch-tokens", help="Most padded tokens per batch"),

@@ -1,4 +1,5 @@
 """`info`: describe a biLM directory and the machine it would run on."""
+import dataclasses
 import os
 import platform
 from pathlib import Path
@@ -35,6 +36,21 @@ def cpu_name(cpuinfo: Path = Path("/proc/cpuinfo")) -> str:
     return platform.processor() or platform.machine() or "unknown"
 
 
+def print_catalogue(as_json: bool = False) -> None:
+    """The catalogue as a table (or JSON): name, language, title, size, licence, URL."""
+    from ..io.catalogue import catalogue, catalogue_rows
+
+    if as_json:
+        entries = [dataclasses.asdict(entry) for entry in catalogue().values()]
+        print(srsly.json_dumps(entries, indent=2))
+        return
+    header = ("name", "lang", "model", "size", "licence", "files")
+    msg.table(catalogue_rows(), header=header, divider=True, max_col=90)
+    msg.text("A name goes wherever a model is asked for: `--weights small`, "
+             "nlp.add_pipe(\"elmo\", config={\"weights\": \"efml-de\"}). `info --list --json` gives the URLs "
+             "and checksums; docs/sources.md says more.")
+
+
 def machine() -> dict:
     """The CPU, its cores, and the CUDA device torch sees (None: CPU only)."""
     return {
@@ -46,10 +62,18 @@ def machine() -> dict:
 
 
 def info_cli(
-    model_path: Optional[Path] = typer.Argument(None, help="Weights directory (default: the embedded English model)"),
+    model_path: Optional[str] = typer.Argument(
+        None, help="Model: a directory, archive, URL or catalogue name (default: the embedded English model)"
+    ),
     as_json: bool = typer.Option(False, "--json", help="Print JSON"),
+    list_models: bool = typer.Option(
+        False, "--list", help="List the catalogue of published models that MODEL_PATH may name, and exit"
+    ),
 ) -> None:
-    """Architecture, size and provenance of a biLM."""
+    """Architecture, size and provenance of a biLM, or (--list) the catalogue of published models."""
+    if list_models:
+        print_catalogue(as_json)
+        return
     loaded = load_weights_or_fail(model_path, with_softmax=True)
     bilm = loaded.bilm
     config = bilm.config

@@ -9,7 +9,9 @@ from ._util import fail, load_weights_or_fail, pick_device
 
 
 def perplexity_cli(
-    model_path: Path = typer.Argument(..., help="Model directory (native format with a softmax)"),
+    model_path: str = typer.Argument(
+        ..., help="Model with a softmax (native format): a directory, archive, URL or catalogue name"
+    ),
     text_path: Path = typer.Argument(
         ..., help="Text file (.txt or .gz), one sentence or paragraph per line", exists=True
     ),

@@ -10,6 +10,7 @@ from ..bilm.model import BiLM
 from .errors import WeightsError
 from .native import NativeModel, is_native, load_native, read_meta, save_native
 from .published import export_published, load_published, read_options
+from .sources import CACHE_ENV, cache_dir, resolve_source
 
 PathLike = Union[str, Path]
 
@@ -18,7 +19,8 @@ def find_published_files(directory: PathLike) -> tuple:
     """(options, weights, vocab or None) of a published-format directory."""
     directory = Path(directory)
     options = _pick(directory, ["options.json"], "*options*.json", "options file (options.json)")
-    weights = _pick(directory, ["weights.hdf5", "lm_weights.hdf5"], "*weights*.hdf5", "weight file (weights.hdf5)")
+    weights = _pick(directory, ["weights.hdf5", "lm_weights.hdf5", "model.hdf5"], "*weights*.hdf5",
+                    "weight file (weights.hdf5)")
     vocab = directory / "vocab.txt"
     return options, weights, vocab if vocab.is_file() else None
 
@@ -37,6 +39,7 @@ def _pick(directory: Path, names: List[str], pattern: str, what: str) -> Path:
 
 def load_model(path: PathLike, with_softmax: bool = True) -> NativeModel:
     """Load a directory in either format (published weights have no softmax)."""
+    path = resolve_source(path)  # an archive, URL or catalogue name becomes a cached directory
     path = Path(path)
     if not path.exists():
         raise WeightsError(f"{path}: no such directory")
@@ -69,4 +72,7 @@ __all__ = [
     "export_published",
     "read_options",
     "find_published_files",
+    "resolve_source",
+    "cache_dir",
+    "CACHE_ENV",
 ]

@@ -5,8 +5,12 @@ loader named under `[initialize.components.elmo]` fills it, so that the
 `[components]` block of a config carries no path of one machine:
 
     [initialize.components.elmo.loader]
-    @model_loaders = "spacy-elmo.PublishedLoader.v1"
-    path = "weights/elmo_small"
+    @model_loaders = "spacy-elmo.SourceLoader.v1"
+    source = "small"
+
+Every loader that takes a path also takes any source `spacy_elmo.io.resolve_source`
+accepts: an archive, an http(s) URL, "OPTIONS_URL WEIGHTS_URL" or a catalogue
+name, fetched once into the download cache when the loader runs.
 
 A loader is a function `(model, X=None, Y=None) -> model`. Where the model
 was built with explicit `bilm` sizes, the loaded weights must have those
@@ -22,7 +26,7 @@ from thinc.api import Model
 from thinc.api import registry as thinc_registry
 
 from ..bilm.model import BiLM
-from ..io import WeightsError, find_published_files, is_native, load_native, load_published
+from ..io import WeightsError, find_published_files, is_native, load_model, load_native, load_published, resolve_source
 from ..resources import DEFAULT_MODEL_DIR
 from .bilm_model import get_bilm, has_bilm, set_bilm
 
@@ -87,13 +91,19 @@ def NativeLoader(path: PathLike) -> Loader:
     return _loader(read, str(path))
 
 
+@thinc_registry.model_loaders("spacy-elmo.SourceLoader.v1")  # type: ignore[attr-defined]
+def SourceLoader(source: PathLike) -> Loader:
+    """Any model source: a directory of any layout, an archive, a URL, "OPTIONS_URL WEIGHTS_URL" or a catalogue name."""
+    return _loader(lambda: load_model(source, with_softmax=False).bilm, str(source))
+
+
 def directory_loader(path: PathLike) -> Loader:
-    """The loader for a directory in either format (the component's `weights` setting)."""
-    return NativeLoader(path) if is_native(path) else PublishedLoader(path)
+    """The loader for the component's `weights` setting: any model source (see `SourceLoader`)."""
+    return SourceLoader(path)
 
 
 def _directory(path: PathLike) -> Path:
-    directory = Path(path)
+    directory = resolve_source(path)
     if not directory.is_dir():
         raise WeightsError(f"{directory}: " + ("not a directory" if directory.exists() else "no such directory"))
     return directory
@@ -126,4 +136,4 @@ def _check_sizes(built: BiLM, loaded: BiLM, source: str) -> None:
         raise WeightsError(f"{source}: the weights do not fit the biLM sizes of the model block ({details})")
 
 
-__all__ = ["EmbeddedLoader", "PublishedLoader", "NativeLoader", "directory_loader"]
+__all__ = ["EmbeddedLoader", "PublishedLoader", "NativeLoader", "SourceLoader", "directory_loader"]

@@ -1,0 +1,41 @@
+"""`download`: fetch a model into the cache ahead of time, for machines that run offline."""
+from pathlib import Path
+from typing import Optional
+
+import typer
+from wasabi import msg
+
+from ._util import fail
+
+
+def download_cli(
+    source: str = typer.Argument(
+        ...,
+        help="Catalogue name (see `info --list`), URL of a .zip/.tar.gz, \"OPTIONS_URL WEIGHTS_URL\", "
+        "or a local archive",
+    ),
+    cache_dir: Optional[Path] = typer.Option(
+        None, "--cache-dir", help="Cache to fill (default: $SPACY_ELMO_CACHE, else the user cache directory)"
+    ),
+    quiet: bool = typer.Option(False, "--quiet", "-q", help="No progress bar; print only the directory"),
+) -> None:
+    """Download (or unpack) a model once into the cache, check that it loads, and print where it went.
+
+    Later runs that name the same model use the cached copy without the
+    network; copy the cache directory to a machine that runs offline and set
+    SPACY_ELMO_CACHE there.
+    """
+    from ..io import WeightsError
+    from ..io.sources import parse_source, resolve_source
+
+    try:
+        kind = parse_source(source).kind
+        path = resolve_source(source, cache=cache_dir, progress=not quiet)
+    except WeightsError as err:
+        fail(str(err))
+    if quiet:
+        print(path)
+    elif kind == "directory":
+        msg.info(f"{source} is a local directory: nothing to download")
+    else:
+        msg.good(f"Model in {path}")

@@ -1,0 +1,417 @@
+"""One way to name a model: a directory, an archive, a URL or a catalogue name.
+
+`resolve_source(source)` turns any of these into a local directory that
+`load_model` reads:
+
+- a directory of any supported layout: returned as it is;
+- a `.zip` or `.tar(.gz|.bz2|.xz)` file holding a model directory (at its top
+  or one or more folders down): unpacked once into the cache;
+- an `http(s)://` URL of such an archive, or AllenNLP's pair of files as one
+  string `"OPTIONS_URL WEIGHTS_URL"` (whitespace between them; a comma is
+  accepted too; in Python also a tuple `(options_url, weights_url)`):
+  fetched once into the cache;
+- a name from the catalogue (`python -m spacy_elmo info --list`), e.g.
+  `small`, `efml-zh`, `nlpl-210`: its URLs, fetched the same way.
+
+A local path wins over a catalogue name of the same spelling.
+
+The cache is `$SPACY_ELMO_CACHE`, else the user cache directory
+(`pooch.os_cache("spacy-elmo")`); a model lives in `models/KEY/`, KEY derived
+from its URLs (a catalogue name and its URL share one entry) or from the
+archive's path, size and modification time. What lands there is trusted
+only once complete: files are fetched (pooch) and unpacked into a hidden
+`.partial-*` sibling, checked against the published sha256 where there is
+one, loaded with `load_model` (it must load), marked, and only then renamed
+into place. A dead network, a truncated or corrupted file, a wrong checksum
+or an archive member that would land outside the model directory (absolute
+path, `..`, a link) is one `WeightsError` naming the URL or file, and leaves
+no entry behind. Once cached, a model resolves without the network, so a
+copied cache directory serves machines that run offline.
+"""
+import hashlib
+import json
+import logging
+import os
+import re
+import shutil
+import sys
+import tarfile
+import tempfile
+import zipfile
+from dataclasses import dataclass
+from pathlib import Path, PurePosixPath
+from typing import Any, Iterator, Optional, Sequence, Tuple, Union
+from urllib.parse import unquote, urlparse
+
+from .catalogue import CatalogueFile, lookup
+from .errors import WeightsError
+
+CACHE_ENV = "SPACY_ELMO_CACHE"
+MARKER = ".spacy-elmo-download.json"
+DOWNLOAD_TIMEOUT = 60  # seconds without data before a download is given up
+_ARCHIVE_SUFFIX = re.compile(r"\.(zip|tar|tgz|tar\.gz|tar\.bz2|tbz2|tar\.xz|txz)$", re.IGNORECASE)
+_NOT_FOUND_HINT = "`python -m spacy_elmo info --list` lists the catalogue names"
+
+SourceLike = Union[str, "os.PathLike[str]", Sequence[str]]
+
+
+@dataclass(frozen=True)
+class Source:
+    """What a source string names: a local `directory` or `archive` (in `path`), or `remote` files.
+
+    Any other existing local path is a `directory` too, so that the loader
+    reading it reports what is wrong with it.
+    """
+
+    kind: str
+    label: str
+    path: Optional[Path] = None
+    files: Tuple[CatalogueFile, ...] = ()
+    name: Optional[str] = None
+
+    @property
+    def is_pair(self) -> bool:
+        return self.kind == "remote" and len(self.files) == 2
+
+
+def cache_dir() -> Path:
+    """Where downloads go: `$SPACY_ELMO_CACHE`, else the platform's user cache directory."""
+    configured = os.environ.get(CACHE_ENV)
+    if configured:
+        return Path(configured).expanduser()
+    import pooch
+
+    return Path(pooch.os_cache("spacy-elmo"))
+
+
+def is_url(text: str) -> bool:
+    return re.match(r"^https?://\S+$", text, re.IGNORECASE) is not None
+
+
+def parse_source(source: SourceLike) -> Source:
+    """Say what `source` names, without touching the network or the cache."""
+    if source is None:
+        raise WeightsError("no model given: expected a directory, an archive, a URL or a catalogue name")
+    if isinstance(source, (tuple, list)):
+        return _remote_pair([str(part) for part in source], label=" ".join(map(str, source)))
+    from_path = isinstance(source, os.PathLike)
+    text = os.fspath(source).strip() if isinstance(source, os.PathLike) else str(source).strip()
+    parts = [part for part in re.split(r"[\s,]+(?=https?://)|\s+", text) if part]
+    if not from_path and len(parts) > 1 and any(is_url(part) for part in parts):
+        return _remote_pair(parts, label=text)
+    if not from_path and is_url(text):
+        return Source("remote", text, files=(CatalogueFile(text),))
+    path = Path(text).expanduser()
+    if path.is_dir():
+        return Source("directory", str(path), path=path)
+    if path.is_file():
+        if _is_archive(path) or _ARCHIVE_SUFFIX.search(path.name):
+            return Source("archive", str(path), path=path)
+        return Source("directory", str(path), path=path)  # not a model: the loader says why
+    entry = lookup(text) if text else None
+    if entry is not None:
+        return Source("remote", entry.name, files=entry.files, name=entry.name)
+    raise WeightsError(f"{text}: no such directory, archive, URL or catalogue name ({_NOT_FOUND_HINT})")
+
+
+def _remote_pair(parts: Sequence[str], label: str) -> Source:
+    if len(parts) != 2 or not all(is_url(part) for part in parts):
+        raise WeightsError(
+            f"{label}: expected one URL of an archive, or two URLs 'OPTIONS_URL WEIGHTS_URL' "
+            "(options.json, then weights .hdf5)"
+        )
+    first, second = parts
+    if _url_name(first).lower().endswith(".hdf5") and _url_name(second).lower().endswith(".json"):
+        first, second = second, first  # given as weights, options
+    return Source("remote", label, files=(CatalogueFile(first), CatalogueFile(second)))
+
+
+def resolve_source(
+    source: SourceLike, *, cache: Optional[Union[str, Path]] = None, progress: bool = True
+) -> Path:
+    """A local directory holding the model `source` names; fetched or unpacked into the cache first if needed.
+
+    A local path that is not an archive is returned as it is (a file there is
+    for `load_model` to refuse).
+
+    `cache` overrides `$SPACY_ELMO_CACHE`; `progress` shows a progress bar
+    while downloading. Raises `WeightsError` for anything that cannot give a
+    loadable model.
+    """
+    parsed = parse_source(source)
+    if parsed.kind == "directory":
+        assert parsed.path is not None
+        return parsed.path
+    root = Path(cache).expanduser() if cache is not None else cache_dir()
+    target = root / "models" / cache_key(parsed)
+    if _complete(target):
+        return target
+    return _fetch(parsed, target, progress)
+
+
+def cached_path(source: SourceLike, *, cache: Optional[Union[str, Path]] = None) -> Optional[Path]:
+    """Where `source` is (or would be) cached, if it is complete there; None otherwise or for a directory."""
+    parsed = parse_source(source)
+    if parsed.kind == "directory":
+        return None
+    root = Path(cache).expanduser() if cache is not None else cache_dir()
+    target = root / "models" / cache_key(parsed)
+    return target if _complete(target) else None
+
+
+def cache_key(source: Source) -> str:
+    """The cache entry's folder name: readable slug + digest of the URLs (or the archive's identity)."""
+    if source.kind == "archive":
+        assert source.path is not None
+        stat = source.path.stat()
+        identity = f"{source.path.resolve()}\n{stat.st_size}\n{stat.st_mtime_ns}"
+        slug = _strip_archive_suffix(source.path.name)
+    else:
+        identity = "\n".join(f.url for f in source.files)
+        slug = _strip_archive_suffix(_url_name(source.files[-1].url)) or "model"
+    digest = hashlib.sha256(identity.encode("utf-8")).hexdigest()[:16]
+    slug = re.sub(r"[^A-Za-z0-9._-]+", "_", slug).strip("._")[:60] or "model"
+    return f"{slug}-{digest}"
+
+
+# -- fetching into the cache ---------------------------------------------------------------
+
+
+def _complete(target: Path) -> bool:
+    return target.is_dir() and (target / MARKER).is_file()
+
+
+def _fetch(source: Source, target: Path, progress: bool) -> Path:
+    parent = target.parent
+    try:
+        parent.mkdir(parents=True, exist_ok=True)
+        work = Path(tempfile.mkdtemp(prefix=f".partial-{target.name}-", dir=parent))
+    except OSError as err:
+        raise WeightsError(f"{parent}: cannot write to the model cache ({err}); set {CACHE_ENV}") from None
+    try:
+        model_dir = _materialize(source, work, progress)
+        _verify(model_dir, source.label)
+        (model_dir / MARKER).write_text(json.dumps(_provenance(source), indent=1), encoding="utf-8")
+        return _commit(model_dir, target, source.label)
+    finally:
+        shutil.rmtree(work, ignore_errors=True)
+
+
+def _materialize(source: Source, work: Path, progress: bool) -> Path:
+    """The model directory, complete but unverified, somewhere inside `work`."""
+    if source.kind == "archive":
+        assert source.path is not None
+        return _unpack(source.path, work / "model", source.label)
+    if source.is_pair:
+        model_dir = work / "model"
+        model_dir.mkdir()
+        options, weights = source.files
+        _download(options, model_dir / "options.json", progress)
+        _download(weights, model_dir / "weights.hdf5", progress)
+        return model_dir
+    (archive_file,) = source.files
+    downloads = work / "download"
+    downloads.mkdir()
+    file_name = re.sub(r"[^A-Za-z0-9._-]+", "_", _url_name(archive_file.url)).strip(".") or "archive"
+    archive = _download(archive_file, downloads / file_name, progress)
+    model_dir = _unpack(archive, work / "model", archive_file.url)
+    archive.unlink()
+    return model_dir
+
+
+def _download(file: CatalogueFile, destination: Path, progress: bool) -> Path:
+    """Fetch one URL with pooch into `destination`, checking its sha256 where one is known."""
+    import pooch
+
+    logger = pooch.get_logger()
+    level = logger.level
+    logger.setLevel(logging.WARNING)  # pooch's INFO lines (and its hint to pin a hash) are noise here
+    bar = _progress_bar(destination.name) if progress else None
+    downloader = pooch.HTTPDownloader(progressbar=bar if bar is not None else False, timeout=DOWNLOAD_TIMEOUT)
+    try:
+        fetched = pooch.retrieve(
+            file.url, known_hash=None, fname=destination.name, path=destination.parent, downloader=downloader
+        )
+    except Exception as err:
+        raise WeightsError(
+            f"{file.url}: download failed ({type(err).__name__}: {err}); on a machine without network, "
+            f"copy a cache filled by `python -m spacy_elmo download` and point {CACHE_ENV} at it"
+        ) from None
+    finally:
+        logger.setLevel(level)
+        if bar is not None:
+            bar.close()
+    path = Path(fetched)
+    if file.sha256:
+        actual = _sha256(path)
+        if actual != file.sha256.lower():
+            path.unlink()
+            raise WeightsError(
+                f"{file.url}: sha256 {actual} does not match the published {file.sha256}; "
+                "the file is corrupted or was replaced, and was discarded"
+            )
+    return path
+
+
+def _progress_bar(name: str) -> Any:
+    from tqdm import tqdm
+
+    # total=1 until pooch sets the real one: pooch tests the bar for truth, and a tqdm of total 0 is false
+    return tqdm(desc=name, total=1, unit="B", unit_scale=True, unit_divisor=1024, file=sys.stderr, leave=True)
+
+
+def _sha256(path: Path) -> str:
+    digest = hashlib.sha256()
+    with open(path, "rb") as f:
+        for block in iter(lambda: f.read(1 << 20), b""):
+            digest.update(block)
+    return digest.hexdigest()
+
+
+def _verify(model_dir: Path, label: str) -> None:
+    """The files must load as a model before they enter the cache."""
+    from . import load_model  # lazy: the package imports this module
+
+    try:
+        load_model(model_dir, with_softmax=False)
+    except Exception as err:
+        reason = str(err).replace(str(model_dir), "").lstrip(": /") or type(err).__name__
+        raise WeightsError(f"{label}: the downloaded files do not load as an ELMo model: {reason}") from None
+
+
+def _provenance(source: Source) -> dict:
+    return {
+        "source": source.label,
+        "name": source.name,
+        "files": [{"url": f.url, "sha256": f.sha256} for f in source.files],
+        "archive": str(source.path) if source.path is not None else None,
+    }
+
+
+def _commit(model_dir: Path, target: Path, label: str) -> Path:
+    """Flush the verified files and rename their directory into place (atomic within a file system)."""
+    for path in model_dir.rglob("*"):
+        if path.is_file():
+            _fsync(path, os.O_RDONLY)
+    if target.exists() and not _complete(target):
+        shutil.rmtree(target)  # not written by this module: every entry it renames into place is marked
+    try:
+        os.replace(model_dir, target)
+    except OSError as err:
+        if _complete(target):
+            return target  # another process finished the same download first
+        raise WeightsError(f"{label}: cannot move the verified model into {target} ({err})") from None
+    try:
+        _fsync(target.parent, os.O_RDONLY | getattr(os, "O_DIRECTORY", 0))
+    except OSError:
+        pass  # directories cannot be synced everywhere; the rename stands
+    return target
+
+
+def _fsync(path: Path, flags: int) -> None:
+    fd = os.open(path, flags)
+    try:
+        os.fsync(fd)
+    finally:
+        os.close(fd)
+
+
+# -- archives ----------------------------------------------------------------------------------
+
+
+def _is_archive(path: Path) -> bool:
+    return zipfile.is_zipfile(path) or _is_tarfile(path)
+
+
+def _is_tarfile(path: Path) -> bool:
+    try:
+        return tarfile.is_tarfile(path)
+    except (OSError, EOFError, tarfile.TarError):
+        return False
+
+
+def _unpack(archive: Path, destination: Path, label: str) -> Path:
+    """Extract `archive` into `destination`; the model directory within it (descending single folders)."""
+    destination.mkdir(parents=True)
+    try:
+        if zipfile.is_zipfile(archive):
+            with zipfile.ZipFile(archive) as zf:
+                for info in zf.infolist():
+                    _check_member(info.filename, destination, label)
+                zf.extractall(destination)
+        elif _is_tarfile(archive):
+            with tarfile.open(archive, "r:*") as tf:
+                members = list(_checked_tar_members(tf, destination, label))
+                if hasattr(tarfile, "data_filter"):
+                    tf.extractall(destination, members=members, filter="data")
+                else:  # Python without extraction filters: every member was checked above
+                    tf.extractall(destination, members=members)
+        else:
+            raise WeightsError(f"{label}: not a readable .zip or .tar(.gz) archive (truncated, or not an archive)")
+    except WeightsError:
+        raise
+    except Exception as err:  # truncated or corrupted: BadZipFile, ReadError, EOFError, zlib.error, CRC errors
+        raise WeightsError(f"{label}: the archive is truncated or corrupted ({type(err).__name__}: {err})") from None
+    return _model_root(destination, label)
+
+
+def _checked_tar_members(tf: tarfile.TarFile, destination: Path, label: str) -> Iterator[tarfile.TarInfo]:
+    for member in tf.getmembers():
+        _check_member(member.name, destination, label)
+        if member.issym() or member.islnk():
+            raise WeightsError(f"{label}: refused archive member {member.name!r}: links are not allowed in a model")
+        if not (member.isfile() or member.isdir()):
+            raise WeightsError(f"{label}: refused archive member {member.name!r}: not a file or a directory")
+        yield member
+
+
+def _check_member(name: str, destination: Path, label: str) -> None:
+    """Refuse members that would be written outside `destination` (zip-slip / tar-slip)."""
+    normalized = name.replace("\\", "/")
+    parts = PurePosixPath(normalized).parts
+    outside = (
+        normalized.startswith("/")
+        or re.match(r"^[A-Za-z]:", normalized) is not None
+        or ".." in parts
+        or not (destination / normalized).resolve().is_relative_to(destination.resolve())
+    )
+    if outside:
+        raise WeightsError(
+            f"{label}: refused archive member {name!r}: an absolute path or '..' would write outside the model"
+        )
+
+
+def _model_root(extracted: Path, label: str) -> Path:
+    here = extracted
+    for _ in range(4):
+        entries = [p for p in here.iterdir() if not p.name.startswith(".") and p.name != "__MACOSX"]
+        if not entries:
+            raise WeightsError(f"{label}: the archive holds no files")
+        if len(entries) == 1 and entries[0].is_dir():
+            here = entries[0]
+            continue
+        break
+    return here
+
+
+# -- names -------------------------------------------------------------------------------------
+
+
+def _url_name(url: str) -> str:
+    return unquote(PurePosixPath(urlparse(url).path).name)
+
+
+def _strip_archive_suffix(name: str) -> str:
+    return re.sub(r"(\.tar)?\.(zip|tar|tgz|gz|bz2|xz|hdf5|json)$", "", name, flags=re.IGNORECASE)
+
+
+__all__ = [
+    "CACHE_ENV",
+    "Source",
+    "cache_dir",
+    "cache_key",
+    "cached_path",
+    "is_url",
+    "parse_source",
+    "resolve_source",
+]
