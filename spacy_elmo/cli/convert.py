@@ -1,4 +1,4 @@
-"""`convert`: between the published format and the native one."""
+"""`convert`: between the published format and the native one, and from ELMoForManyLangs' layout."""
 from pathlib import Path
 
 import typer
@@ -16,18 +16,22 @@ def convert_cli(
         False, "--float16", help="Native target: store the weights as float16 (half the size; loaded as float32)"
     ),
 ) -> None:
-    """Convert biLM weights: published options.json + weights.hdf5 <-> native.
+    """Convert biLM weights: published options.json + weights.hdf5 <-> native, and an
+    ELMoForManyLangs model (config.json, char.dic, word.dic, *.pkl) -> native.
 
     Published output is readable by AllenNLP, bilm-tf and any tool that reads
     the published ELMo files; the softmax (not part of that format) is dropped.
     """
-    from ..io import export_published, save_native
+    from ..io import WeightsError, export_published, save_native
 
     if to not in ("native", "published"):
         fail(f"--to must be 'native' or 'published', got {to!r}")
     loaded = load_weights_or_fail(input_dir, with_softmax=not no_softmax)
     if to == "published":
-        options, weights = export_published(loaded.bilm, output_dir)
+        try:
+            options, weights = export_published(loaded.bilm, output_dir)
+        except WeightsError as err:  # e.g. a word table, which the published format has no place for
+            fail(str(err))
         msg.good(f"Wrote {options} and {weights}")
         return
     head = None if no_softmax else loaded.head

@@ -1,13 +1,15 @@
-"""Weight formats: the published `options.json` + `weights.hdf5`, and the native format.
+"""Weight formats: the published `options.json` + `weights.hdf5`, the native format, and
+ELMoForManyLangs' layout.
 
 `load_bilm(path)` is the one function users need: PATH is a directory in
-either format.
+any of these layouts.
 """
 from pathlib import Path
 from typing import List, Optional, Union
 
 from ..bilm.model import BiLM
 from .errors import WeightsError
+from .manylangs import is_manylangs, load_manylangs
 from .native import NativeModel, is_native, load_native, read_meta, save_native
 from .published import export_published, load_published, read_options
 from .sources import CACHE_ENV, cache_dir, resolve_source
@@ -38,15 +40,20 @@ def _pick(directory: Path, names: List[str], pattern: str, what: str) -> Path:
 
 
 def load_model(path: PathLike, with_softmax: bool = True) -> NativeModel:
-    """Load a directory in either format (published weights have no softmax)."""
+    """Load a directory in any supported layout (published and ELMoForManyLangs weights have no softmax)."""
     path = resolve_source(path)  # an archive, URL or catalogue name becomes a cached directory
     path = Path(path)
     if not path.exists():
         raise WeightsError(f"{path}: no such directory")
     if not path.is_dir():
-        raise WeightsError(f"{path}: expected a directory holding elmo.json or options.json + weights.hdf5")
+        raise WeightsError(
+            f"{path}: expected a directory holding elmo.json, options.json + weights.hdf5, or an "
+            "ELMoForManyLangs model (config.json, char.dic, word.dic, *.pkl)"
+        )
     if is_native(path):
         return load_native(path, with_softmax=with_softmax)
+    if is_manylangs(path):
+        return NativeModel(load_manylangs(path), metadata={"source": str(path), "format": "elmoformanylangs"})
     options, weights, vocab = find_published_files(path)
     return NativeModel(load_published(options, weights, vocab), metadata={"source": str(path), "format": "published"})
 
@@ -75,4 +82,6 @@ __all__ = [
     "resolve_source",
     "cache_dir",
     "CACHE_ENV",
+    "is_manylangs",
+    "load_manylangs",
 ]
