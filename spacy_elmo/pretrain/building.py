@@ -2,7 +2,7 @@
 schedule, the precision."""
 import math
 from contextlib import nullcontext
-from typing import Any, ContextManager, Iterable
+from typing import Any, ContextManager, Iterable, Optional
 
 import torch
 from thinc.api import Config
@@ -11,16 +11,38 @@ from ..bilm.config import BiLMConfig, OptionsError
 from ..bilm.heads import SoftmaxHead
 from ..bilm.language_model import LanguageModel
 from ..bilm.model import BiLM
+from ..bilm.token_vocab import WordTableVocabulary
 from ..bilm.vocab import Vocabulary
 from .settings import SettingsError
 
 
-def build_language_model(config: Config, vocab: Vocabulary, seed: int) -> LanguageModel:
-    """A biLM of `[model]`'s architecture with `[softmax]`'s head, randomly initialised from `seed`."""
+def build_language_model(
+    config: Config,
+    vocab: Vocabulary,
+    seed: int,
+    word_table_vocab: Optional[WordTableVocabulary] = None,
+    word_table_dim: int = 0,
+) -> LanguageModel:
+    """A biLM of `[model]`'s architecture with `[softmax]`'s head, randomly initialised from `seed`.
+
+    `word_table_vocab`, `word_table_dim`: a word table in the token layer (its sizes come
+    from the table, not from `[model]`); its pretrained rows are left for the caller to
+    fill (`BiLM.set_word_table`, or a checkpoint's or start model's weights).
+    """
     model_cfg = dict(config["model"])
     model_cfg["filters"] = [tuple(f) for f in model_cfg["filters"]]
     if not model_cfg.get("use_character_inputs", True):
         model_cfg["n_tokens_vocab"] = len(vocab)
+    trainable = bool(model_cfg.pop("word_table_trainable", False))
+    if word_table_vocab is not None:
+        model_cfg.update(
+            word_table_rows=word_table_vocab.n_rows,
+            word_table_dim=word_table_dim,
+            word_table_specials=len(word_table_vocab.specials),
+            word_table_trainable=trainable,
+        )
+    elif trainable:
+        raise SettingsError("[model] word_table_trainable = true, but there is no word table ([paths] word_table)")
     try:
         bilm_config = BiLMConfig(**model_cfg)
     except (TypeError, OptionsError) as err:
@@ -29,6 +51,7 @@ def build_language_model(config: Config, vocab: Vocabulary, seed: int) -> Langua
         bilm_config,
         vocab=vocab if not bilm_config.use_character_inputs else None,
         boundary_strings=config["training"]["mode"] == "stream",
+        word_table_vocab=word_table_vocab,
     )
     bilm.reset_parameters(seed)
     softmax = config["softmax"]

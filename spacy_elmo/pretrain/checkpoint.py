@@ -163,6 +163,18 @@ def _carried(value: Any) -> bool:
     )
 
 
+def _word_table(value: Any) -> bool:
+    if not isinstance(value, dict) or not _is_int(value.get("dim")) or value["dim"] < 1:
+        return False
+    vocab = value.get("vocab")
+    return (
+        isinstance(vocab, dict)
+        and _is_list(vocab.get("words"), lambda w: isinstance(w, str))
+        and _is_list(vocab.get("specials"), lambda w: isinstance(w, str))
+        and (value.get("info") is None or isinstance(value["info"], dict))
+    )
+
+
 # key: (required, check, what it must be)
 _LAYOUT: Dict[str, Tuple[bool, Callable[[Any], bool], str]] = {
     "model": (True, _model, "a mapping of parameter names to tensors"),
@@ -175,6 +187,7 @@ _LAYOUT: Dict[str, Tuple[bool, Callable[[Any], bool], str]] = {
     "vocab": (True, lambda v: _is_list(v, lambda w: isinstance(w, str)) and len(v) > 0, "a list of words"),
     "carried": (False, _carried, "None or the carried LSTM state [h tensors, c tensors]"),
     "config": (False, lambda v: v is None or isinstance(v, str), "the run's config as text"),
+    "word_table": (False, _word_table, "the word table's vocabulary (words, specials), dim and table.json"),
 }
 
 

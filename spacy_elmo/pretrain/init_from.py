@@ -23,14 +23,20 @@ EMBEDDED_MODEL = "embedded"
 def start_model(config: Config, report: bool) -> Optional[NativeModel]:
     """The native model named by [paths] init_from (None for a run from scratch).
 
-    Its architecture replaces the config's [model] settings in place (dropout,
-    a training setting, stays the config's), so that the run's config.cfg
-    describes what is trained and a resume checks against it. `report`:
-    print what changed (the main process).
+    Its architecture replaces the config's [model] settings in place (dropout
+    and word_table_trainable, training settings, stay the config's), so that
+    the run's config.cfg describes what is trained and a resume checks against
+    it. Its token layer comes with it, word table included, so [paths]
+    word_table must be unset. `report`: print what changed (the main process).
     """
     source = config["paths"].get("init_from")
     if not source:
         return None
+    if config["paths"].get("word_table"):
+        raise SettingsError(
+            "[paths] word_table and init_from: the start model brings its own token layer (with its word table "
+            "or without one); unset word_table"
+        )
     path = default_model_path() if source == EMBEDDED_MODEL else Path(source)
     if not is_native(path):
         raise SettingsError(
@@ -45,7 +51,7 @@ def start_model(config: Config, report: bool) -> Optional[NativeModel]:
     arch = start.bilm.config.to_dict()
     changed = []
     for key in model_cfg:
-        if key in arch and key != "dropout":
+        if key in arch and key not in ("dropout", "word_table_trainable"):
             before, after = model_cfg[key], arch[key]
             if key == "filters":
                 before, after = [list(f) for f in before], [list(f) for f in after]

@@ -24,6 +24,9 @@ vocab = null
 init_from = null
 # where tokenized corpora are cached (null: OUTPUT_DIR/corpus-cache)
 cache = null
+# a word table directory (scripts/build_word_table.py) for the token layer beside the
+# character CNN (null: the character CNN alone)
+word_table = null
 
 [corpus]
 # spaCy language whose tokenizer splits the text
@@ -54,6 +57,8 @@ char_embedding_dim = 16
 max_characters_per_token = 50
 activation = "relu"
 dropout = 0.1
+# train the word table's pretrained rows too (default: frozen; its learned rows always train)
+word_table_trainable = false
 
 [softmax]
 # full, sampled (bilm-tf's, log-uniform negatives) or adaptive
@@ -100,6 +105,7 @@ class PathsSchema(BaseModel):
     vocab: Optional[str]
     init_from: Optional[str]
     cache: Optional[str]
+    word_table: Optional[str]
 
 
 class CorpusSchema(BaseModel):
@@ -130,6 +136,7 @@ class ModelSchema(BaseModel):
     max_characters_per_token: int
     activation: str
     dropout: float
+    word_table_trainable: bool
 
 
 class SoftmaxSchema(BaseModel):
@@ -255,6 +262,8 @@ def check_resume_config(config: Config, saved: Optional[str], checkpoint: Path, 
     other: List[str] = []
     for section in config:
         for key, value in config[section].items():
+            if key not in old.get(section, {}) and value == DEFAULT_CONFIG.get(section, {}).get(key):
+                continue  # a setting added since the checkpoint was written, at its default
             before = old.get(section, {}).get(key)
             if before != value:
                 (structural if section in ("model", "softmax", "vocab") else other).append(

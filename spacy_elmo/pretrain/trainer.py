@@ -5,7 +5,9 @@
 
 With [paths] init_from = MODEL_DIR (or "embedded", the package's own biLM),
 a new run starts from that native model's weights with a fresh optimizer and
-schedule (`init_from.py`).
+schedule (`init_from.py`). With [paths] word_table = TABLE_DIR the token layer
+gets a word table beside the character CNN, its pretrained rows filled from
+that directory (`word_table.py`); the checkpoint and the saved models carry it.
 
 Output directory:
     model-best/, model-last/   native format (with softmax), loadable by the `elmo` component
@@ -28,6 +30,7 @@ from tqdm import tqdm
 
 from ..bilm.language_model import LanguageModel, LMBatch
 from ..bilm.lstm import LSTMState
+from ..bilm.token_vocab import WordTableVocabulary
 from ..bilm.vocab import Vocabulary
 from ..faults import fault_point
 from ..io.native import NativeModel, save_native
@@ -40,6 +43,7 @@ from .init_from import continue_from, start_model, start_provenance
 from .plot import plot_perplexity
 from .progress import Progress, StopFlag, Window
 from .settings import RunPaths, SettingsError, check_resume_config
+from .word_table import WordTableError, load_word_table, read_table_info
 
 PathLike = Union[str, Path]
 
@@ -65,6 +69,8 @@ class Trainer:
         self.seed = int(training["seed"])
         # provenance of the model this run started from ([paths] init_from), if any
         self.start_metadata: Optional[Dict[str, Any]] = None
+        # the token layer's word table: its vocabulary, width and table.json (None: no table)
+        self.word_table: Optional[Dict[str, Any]] = None
         self.position = Progress()
         self.window = Window()
         self.carried: Optional[LSTMState] = None  # stream mode: the state carried between batches
@@ -168,19 +174,34 @@ class Trainer:
         """The vocabulary, the language model (from scratch, from [paths] init_from, or
         from the checkpoint `state` when resuming), the optimizer and the sampler."""
         start: Optional[NativeModel] = None
+        table_vectors: Optional[torch.Tensor] = None
         if state is not None:
             check_resume_config(self.config, state.get("config"), self.paths.checkpoint, report=self.dist.is_main)
             self.vocab = Vocabulary(state["vocab"])
             self.start_metadata = start_provenance(self.config)
+            self.word_table = state.get("word_table")  # its rows are in the checkpoint's weights
         else:
             start = start_model(self.config, report=self.dist.is_main)
             if start is not None and start.head is not None and start.vocab is not None:
                 self.vocab = start.vocab  # its softmax comes with its vocabulary
             else:
                 self.vocab = self.build_vocab()
+            if start is not None and start.bilm.word_table_vocab is not None:
+                self.word_table = {
+                    "vocab": start.bilm.word_table_vocab.to_dict(),
+                    "dim": start.bilm.config.word_table_dim,
+                    "info": start.metadata.get("word_table"),
+                }
+            elif self.config["paths"].get("word_table"):
+                self.word_table, table_vectors = self._read_word_table(self.config["paths"]["word_table"])
+        table_vocab = self._table_vocab()
         torch.manual_seed(self.seed)
         numpy.random.seed(self.seed % (2**32))
-        self.lm: LanguageModel = build_language_model(self.config, self.vocab, self.seed).to(self.device)
+        self.lm: LanguageModel = build_language_model(
+            self.config, self.vocab, self.seed, table_vocab, self.word_table["dim"] if self.word_table else 0
+        ).to(self.device)
+        if table_vectors is not None:
+            self.lm.bilm.set_word_table(table_vectors)
         if start is not None:
             self.start_metadata = continue_from(self.lm, start, self.train_corpus.counts())
         self.model: torch.nn.Module = self.lm
@@ -191,13 +212,32 @@ class Trainer:
                 find_unused_parameters=self.config["softmax"]["kind"] == "adaptive"
                 or self.config["training"]["softmax_warmup_steps"] > 0,
             )
-        self.optimizer = build_optimizer(self.config, self.lm.parameters())
+        # a frozen word table (requires_grad=False) is no optimizer's business, but stays in the state
+        self.optimizer = build_optimizer(self.config, [p for p in self.lm.parameters() if p.requires_grad])
         self.sampler = torch.Generator().manual_seed(self.seed + 7919 * (self.dist.rank + 1))
         if state is not None:
             self._restore(state)
         precision = self.config["training"]["precision"]
         self.autocast: ContextManager[Any] = training_autocast(precision, self.device)
         self.scaler = torch.amp.GradScaler("cuda") if precision == "float16" and self.device.type == "cuda" else None
+
+    def _table_vocab(self) -> Optional[WordTableVocabulary]:
+        if not self.word_table:
+            return None
+        try:
+            return WordTableVocabulary.from_dict(self.word_table["vocab"])
+        except (TypeError, ValueError) as err:
+            raise CheckpointError(f"{self.paths.checkpoint}: its word table vocabulary is not valid: {err}") from None
+
+    @staticmethod
+    def _read_word_table(directory: str) -> tuple:
+        """([paths] word_table's vocabulary, width and table.json as the checkpoint keeps them, its vectors)."""
+        try:
+            vocab, vectors = load_word_table(directory)
+            info = read_table_info(directory)
+        except WordTableError as err:
+            raise SettingsError(f"[paths] word_table: {err}") from None
+        return {"vocab": vocab.to_dict(), "dim": int(vectors.shape[1]), "info": info}, vectors
 
     def _restore(self, state: Dict[str, Any]) -> None:
         """Weights, optimizer, position and every generator as the checkpoint left them."""
@@ -352,6 +392,8 @@ class Trainer:
             # plain lists of tensors: the checkpoint holds no classes (checkpoint.py)
             "carried": None if carried is None else [[t.detach() for t in part] for part in carried],
             "config": self.config.to_str(),
+            # the word table's vocabulary (its rows are in "model"), so a resume needs no table directory
+            **({"word_table": self.word_table} if self.word_table else {}),
         }
 
     def _write_checkpoint(self) -> None:
@@ -390,6 +432,9 @@ class Trainer:
             f"{torch.get_num_threads()} threads, device {self.device}",
             "config": self.config.to_str(),
         }
+        if self.word_table:
+            # where the table's vectors come from, their licence and pruning: what a model card must state
+            metadata["word_table"] = self.word_table.get("info")
         was_training = self.lm.training
         save_native(path, self.lm.bilm, self.vocab, self.lm.head, metadata)
         self.lm.train(was_training)

