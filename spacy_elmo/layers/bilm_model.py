@@ -32,7 +32,7 @@ from ..bilm.config import BiLMConfig
 from ..bilm.model import BiLM, length_sorted_batches
 from ..bilm.weights_key import weights_key
 from .doc_cache import DEFAULT_MAX_BYTES, DocCache
-from .segments import SEGMENTATIONS, doc_segments, segments_key
+from .segments import DEFAULT_STRIDE, SEGMENTATIONS, Segment, check_stride, doc_segments, segments_key
 from .shim import ElmoShim
 
 InT = List[Any]  # List[Doc]; spaCy's Doc is not needed here
@@ -57,6 +57,7 @@ def ElmoBiLM(
     mixed_precision: bool = False,
     backend: str = "auto",
     seed: int = 0,
+    stride: int = DEFAULT_STRIDE,
 ) -> Model[InT, OutT]:
     """The biLM over Docs; see the module docstring.
 
@@ -77,11 +78,20 @@ def ElmoBiLM(
         that runs it), "reference", "mkl", "onednn" or "onednn+kernel"
         (`spacy-elmo info` lists them; docs/internals.md).
     seed: the random weights' seed where `bilm` gives sizes.
+    stride: a sentence longer than max_length is read in windows of
+        max_length tokens starting every `stride` tokens, each token taking
+        its vectors from the window where it is most central, so that no
+        token loses its context at a cut; stride = max_length: consecutive
+        pieces without overlap. 1 <= stride <= max_length.
     """
     if segmentation not in SEGMENTATIONS:
         raise ValueError(f"ElmoBiLM: segmentation must be one of {SEGMENTATIONS}, got {segmentation!r}")
     if max_window < 1 or max_length < 1 or batch_tokens < 1:
         raise ValueError("ElmoBiLM: max_window, max_length and batch_tokens must be >= 1")
+    try:
+        check_stride(stride, max_length)
+    except ValueError as err:
+        raise ValueError(f"ElmoBiLM: {err}") from None
     try:
         backends.check(backend)
     except backends.BackendError as err:
@@ -109,6 +119,7 @@ def ElmoBiLM(
         attrs={
             "max_window": max_window,
             "max_length": max_length,
+            "stride": stride,
             "segmentation": segmentation,
             "skip_whitespace": skip_whitespace,
             "batch_tokens": batch_tokens,
@@ -217,9 +228,16 @@ def _no_backprop(d_outputs: OutT) -> InT:
     return []
 
 
-def _segments(model: Model, doc) -> List[List[int]]:
+def _segments(model: Model, doc) -> List[Segment]:
     attrs = model.attrs
-    return doc_segments(doc, attrs["max_window"], attrs["segmentation"], attrs["skip_whitespace"], attrs["max_length"])
+    return doc_segments(
+        doc,
+        attrs["max_window"],
+        attrs["segmentation"],
+        attrs["skip_whitespace"],
+        attrs["max_length"],
+        attrs.get("stride", attrs["max_length"]),
+    )
 
 
 def predict_layers(model: Model, bilm: BiLM, docs: InT, use_doc_cache: bool = False) -> List[numpy.ndarray]:
@@ -230,7 +248,7 @@ def predict_layers(model: Model, bilm: BiLM, docs: InT, use_doc_cache: bool = Fa
     precision = _precision(model, bilm)
     if use_doc_cache and cache.enabled:
         cache.bind(weights_key(bilm, precision, bilm.backend))
-    jobs: List[Tuple[int, List[int]]] = []  # (doc position, token indices)
+    jobs: List[Tuple[int, Segment]] = []  # (doc position, segment)
     sentences: List[List[str]] = []
     keys = {}
     for d, doc in enumerate(docs):
@@ -245,13 +263,14 @@ def predict_layers(model: Model, bilm: BiLM, docs: InT, use_doc_cache: bool = Fa
         outputs[d] = numpy.zeros((n_layers, len(doc), width), dtype=numpy.float32)
         for segment in segments:
             jobs.append((d, segment))
-            sentences.append([doc[i].text for i in segment])
+            sentences.append([doc[i].text for i in segment.indices])
     if sentences:
         batches = bilm.embed_batches(sentences, batch_tokens=model.attrs["batch_tokens"], precision=precision)
         for positions, arrays in batches:
             for p, array in zip(positions, arrays):
                 d, segment = jobs[p]
-                outputs[d][:, segment] = array  # type: ignore[index]
+                a, b = segment.keep
+                outputs[d][:, segment.kept] = array[:, a:b]  # type: ignore[index]
     for d, key in keys.items():
         cache.put(key, outputs[d])  # type: ignore[arg-type]
     return outputs  # type: ignore[return-value]
@@ -266,12 +285,12 @@ def _precision(model: Model, bilm: BiLM) -> str:
 
 def _forward_finetune(model: Model, bilm: BiLM, docs: InT) -> Tuple[OutT, Callable]:
     """Layers with gradients into the biLM (frozen = false), through thinc's PyTorch wrapper."""
-    jobs: List[Tuple[int, List[int]]] = []
+    jobs: List[Tuple[int, Segment]] = []
     sentences: List[List[str]] = []
     for d, doc in enumerate(docs):
         for segment in _segments(model, doc):
             jobs.append((d, segment))
-            sentences.append([doc[i].text for i in segment])
+            sentences.append([doc[i].text for i in segment.indices])
     if not sentences:
         return [model.ops.alloc3f(bilm.n_layers, len(doc), bilm.width) for doc in docs], _no_backprop
     lengths = [len(s) for s in sentences]
@@ -283,7 +302,8 @@ def _forward_finetune(model: Model, bilm: BiLM, docs: InT) -> Tuple[OutT, Callab
     for batch, arrays in zip(order, per_batch):
         for j, array in zip(batch, arrays):
             d, segment = jobs[j]
-            outputs[d][:, segment] = array
+            a, b = segment.keep
+            outputs[d][:, segment.kept] = array[:, a:b]
 
     def backprop(d_outputs: OutT) -> InT:
         d_batches = []
@@ -291,7 +311,13 @@ def _forward_finetune(model: Model, bilm: BiLM, docs: InT) -> Tuple[OutT, Callab
             d_batch = []
             for j in batch:
                 d, segment = jobs[j]
-                d_batch.append(ops.xp.ascontiguousarray(d_outputs[d][:, segment]))
+                a, b = segment.keep
+                if (a, b) == (0, len(segment.indices)):
+                    d_batch.append(ops.xp.ascontiguousarray(d_outputs[d][:, segment.indices]))
+                    continue
+                d_segment = ops.alloc3f(bilm.n_layers, len(segment.indices), bilm.width)
+                d_segment[:, a:b] = d_outputs[d][:, segment.kept]  # positions another window gives: no gradient
+                d_batch.append(d_segment)
             d_batches.append(d_batch)
         backprop_torch(d_batches)
         return []

@@ -1,6 +1,17 @@
 """The `elmo` spaCy component and its Doc/Span/Token extensions."""
 from .component import Elmo, ElmoNotReady, make_elmo
-from .extensions import ExtensionConflict, get_doc_layers, register_extensions, set_doc_layers, set_vector_hooks
+from .extensions import (
+    ExtensionConflict,
+    get_doc_layers,
+    get_doc_mixed,
+    has_elmo,
+    mix_layers,
+    mixed_vectors,
+    register_extensions,
+    set_doc_layers,
+    set_doc_mixed,
+    set_vector_hooks,
+)
 
 __all__ = [
     "Elmo",
@@ -8,7 +19,12 @@ __all__ = [
     "ExtensionConflict",
     "make_elmo",
     "get_doc_layers",
+    "get_doc_mixed",
+    "has_elmo",
+    "mix_layers",
+    "mixed_vectors",
     "register_extensions",
     "set_doc_layers",
+    "set_doc_mixed",
     "set_vector_hooks",
 ]

@@ -4,9 +4,11 @@
     nlp.add_pipe("elmo", config={"weights": "path/to/dir"})  # published or native weights
 
 It runs the biLM over the docs (per sentence, or per window where a doc has no
-sentence boundaries), stores every layer on the doc (`doc._.elmo`), and feeds
-downstream components through `spacy-elmo.ElmoListener.v1` listeners, each
-with its own learned mix of the layers. Weights come from a registered loader
+sentence boundaries), stores every layer on the doc (`doc._.elmo`; in float16,
+or only the mixed vectors, for users who keep many docs: `store`,
+`store_dtype`), optionally the mix as `doc.tensor`, and feeds downstream
+components through `spacy-elmo.ElmoListener.v1` listeners, each with its own
+learned mix of the layers. Weights come from a registered loader
 at `initialize` (`[initialize.components.elmo] loader`), else from `weights`
 or the embedded model on first use.
 """
@@ -15,7 +17,7 @@ import os
 import warnings
 from functools import partial
 from itertools import islice
-from typing import Any, Callable, Dict, Iterable, List, Optional, Sequence
+from typing import Any, Callable, Dict, Iterable, List, Optional, Sequence, Tuple
 
 import numpy
 from spacy.language import Language
@@ -30,13 +32,14 @@ from ..layers.listener import ElmoListenerLayer
 from ..threads import ThreadsSetting, check_threads, cpu_threads
 from ..layers.loaders import directory_loader
 from ..layers.standalone import replace_listener, replace_listener_cfg
-from .extensions import register_extensions, set_doc_layers, set_doc_mix, set_vector_hooks
+from .extensions import mix_layers, register_extensions, set_doc_layers, set_doc_mix, set_doc_mixed, set_vector_hooks
 
 DEFAULT_MODEL_CONFIG = """
 [model]
 @architectures = "spacy-elmo.ElmoBiLM.v1"
 max_window = 64
 max_length = 256
+stride = 192
 segmentation = "auto"
 skip_whitespace = true
 batch_tokens = 4096
@@ -46,6 +49,8 @@ mixed_precision = false
 backend = "auto"
 """
 DEFAULT_MODEL = Config().from_str(DEFAULT_MODEL_CONFIG)["model"]
+STORE = ("layers", "mix")
+STORE_DTYPES = ("float32", "float16")
 
 _forked = {"pending": False}
 
@@ -95,12 +100,15 @@ def _warn_hooks_in_worker() -> None:
         "weights": None,
         "frozen": True,
         "store_layers": True,
+        "store": "layers",
+        "store_dtype": "float32",
+        "set_doc_tensor": False,
         "mix": None,
         "gamma": 1.0,
         "set_vector_hooks": False,
         "threads": "auto",
     },
-    assigns=["doc._.elmo", "doc._.elmo_vector"],
+    assigns=["doc._.elmo", "doc._.elmo_vector", "doc.tensor"],
     default_score_weights={},
 )
 def make_elmo(
@@ -110,6 +118,9 @@ def make_elmo(
     weights: Optional[str],
     frozen: bool,
     store_layers: bool,
+    store: str,
+    store_dtype: str,
+    set_doc_tensor: bool,
     mix: Optional[List[float]],
     gamma: float,
     set_vector_hooks: bool,
@@ -123,7 +134,14 @@ def make_elmo(
         to disk carries its own copy.
     frozen: predict only: the biLM is fixed and computes no gradients (the
         paper's setting); false fine-tunes it through the listeners' gradients.
-    store_layers: keep doc._.elmo in doc.user_data (serialized with the doc).
+    store_layers: keep what `store` names in doc.user_data (serialized with
+        the doc); false: outside it, for as long as the Doc object lives.
+    store: what a doc keeps: "layers" (doc._.elmo, every layer) or "mix"
+        (only the mixed vectors that *._.elmo_vector read; *._.elmo are
+        None), for users who keep many docs. Listeners need the layers.
+    store_dtype: "float32" or "float16" (half the memory) for what is kept;
+        *._.elmo_vector are float32 either way.
+    set_doc_tensor: also set doc.tensor to the (len(doc), width) float32 mix.
     mix, gamma: the layer weights (before normalisation) and scale of
         *._.elmo_vector; uniform and 1.0 by default.
     set_vector_hooks: make doc/span/token .vector and .similarity use ELMo.
@@ -137,11 +155,23 @@ def make_elmo(
         weights=weights,
         frozen=frozen,
         store_layers=store_layers,
+        store=store,
+        store_dtype=store_dtype,
+        set_doc_tensor=set_doc_tensor,
         mix=mix,
         gamma=gamma,
         set_vector_hooks=set_vector_hooks,
         threads=threads,
     )
+
+
+def check_store(store: str, store_dtype: str) -> Tuple[str, str]:
+    """The `store` and `store_dtype` settings, checked (a typo is an error, not a silent default)."""
+    if store not in STORE:
+        raise ValueError(f"elmo: store must be one of {STORE}, got {store!r}")
+    if store_dtype not in STORE_DTYPES:
+        raise ValueError(f"elmo: store_dtype must be one of {STORE_DTYPES}, got {store_dtype!r}")
+    return store, store_dtype
 
 
 class Elmo(TrainablePipe):
@@ -156,6 +186,9 @@ class Elmo(TrainablePipe):
         weights: Optional[str] = None,
         frozen: bool = True,
         store_layers: bool = True,
+        store: str = "layers",
+        store_dtype: str = "float32",
+        set_doc_tensor: bool = False,
         mix: Optional[Sequence[float]] = None,
         gamma: float = 1.0,
         set_vector_hooks: bool = False,
@@ -170,6 +203,9 @@ class Elmo(TrainablePipe):
             "weights": str(weights) if weights is not None else None,
             "frozen": bool(frozen),
             "store_layers": bool(store_layers),
+            "store": check_store(store, store_dtype)[0],
+            "store_dtype": store_dtype,
+            "set_doc_tensor": bool(set_doc_tensor),
             "mix": list(mix) if mix is not None else None,
             "gamma": float(gamma),
             "set_vector_hooks": bool(set_vector_hooks),
@@ -257,15 +293,44 @@ class Elmo(TrainablePipe):
         return [self.model.ops.to_numpy(o).astype(numpy.float32, copy=False) for o in outputs]
 
     def set_annotations(self, docs: Sequence[Doc], layers: Sequence[numpy.ndarray]) -> None:
-        store = self.cfg["store_layers"]
+        """Keep the layers (or only their mix) on each doc, as `store` and `store_dtype` say.
+
+        The mix is computed from the float32 layers, before any rounding to
+        float16; `doc.tensor` (with `set_doc_tensor`) is that float32 mix.
+        """
+        store, dtype = check_store(self.cfg.get("store", "layers"), self.cfg.get("store_dtype", "float32"))
+        persist = self.cfg["store_layers"]
+        gamma = self.cfg["gamma"]
+        set_tensor = self.cfg.get("set_doc_tensor", False)
+        if store == "mix":
+            self._check_listeners_get_layers()
         if self.cfg["set_vector_hooks"]:
             _warn_hooks_in_worker()
         for doc, doc_layers in zip(docs, layers):
             doc_layers = self.model.ops.to_numpy(doc_layers).astype(numpy.float32, copy=False)
-            set_doc_layers(doc, doc_layers, store=store)
-            set_doc_mix(doc, self._mix(doc_layers.shape[0]), self.cfg["gamma"])
+            weights = self._mix(doc_layers.shape[0])
+            set_doc_mix(doc, weights, gamma)
+            mixed = mix_layers(doc_layers, weights, gamma) if store == "mix" or set_tensor else None
+            if store == "layers":
+                set_doc_layers(doc, doc_layers.astype(dtype, copy=False), store=persist)
+            else:
+                assert mixed is not None
+                set_doc_mixed(doc, mixed.astype(dtype, copy=False), store=persist)  # float32: the same array
+            if mixed is not None and set_tensor:
+                doc.tensor = mixed  # type: ignore[assignment]  # spaCy types it as float64
             if self.cfg["set_vector_hooks"]:
                 set_vector_hooks(doc)
+
+    def _check_listeners_get_layers(self) -> None:
+        """Listeners read doc._.elmo at prediction: a doc that keeps only the mix would give them nothing."""
+        if self.cfg.get("store") == "mix" and self.listeners:
+            raise ValueError(
+                f"'{self.name}': store = \"mix\" keeps no layers on the docs, but "
+                f"{', '.join(repr(c) for c in self.listening_components)} listen to '{self.name}' and read "
+                "doc._.elmo (every layer) when they predict. Keep the layers (store = \"layers\"; "
+                "store_dtype = \"float16\" halves their memory); store = \"mix\" is for pipelines "
+                "whose components do not listen to elmo."
+            )
 
     # -- training -------------------------------------------------------------------
     def update(
@@ -346,6 +411,7 @@ class Elmo(TrainablePipe):
         or the embedded model.
         """
         validate_get_examples(get_examples, "Elmo.initialize")
+        self._check_listeners_get_layers()
         if loader is not None and weights is not None:
             raise ValueError(f"[initialize.components.{self.name}]: give a loader or weights, not both")
         if weights is not None:

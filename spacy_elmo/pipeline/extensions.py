@@ -1,15 +1,19 @@
 """Doc, Span and Token extension attributes set by the `elmo` component.
 
-    doc._.elmo          (L+1, len(doc), width) float32 numpy: every layer
+    doc._.elmo          (L+1, len(doc), width) numpy: every layer (float32,
+                        or float16 with the component's store_dtype)
     span._.elmo         (L+1, len(span), width): a view of it
     token._.elmo        (L+1, width): a view of it
     *._.elmo_vector     the mix of the layers under the component's own weights
-                        (uniform unless configured); Doc and Span average their
-                        tokens' vectors, whitespace tokens left out
+                        (uniform unless configured), float32; Doc and Span
+                        average their tokens' vectors, whitespace tokens left out
 
-The layers are kept in `doc.user_data`, so `Doc.to_bytes` and `DocBin(
-store_user_data=True)` keep them; a component with `store_layers = false`
-keeps them outside user_data instead, and serialization drops them.
+A doc keeps either every layer or, for users who keep many docs, only the
+mixed vectors (component setting `store = "mix"`): then `*._.elmo` are None
+and `*._.elmo_vector` read the stored mix. What is kept lives in
+`doc.user_data`, so `Doc.to_bytes` and `DocBin(store_user_data=True)` keep
+it; a component with `store_layers = false` keeps it outside user_data
+instead, and serialization drops it.
 """
 import weakref
 from typing import Any, Dict, List, Optional, Tuple, cast
@@ -19,8 +23,11 @@ from spacy.tokens import Doc, Span, Token
 
 LAYERS_KEY = ("._.", "elmo", None, None)
 MIX_KEY = ("._.", "elmo_mix", None, None)
-# layers of components with store_layers = false: alive as long as their doc
+MIXED_KEY = ("._.", "elmo_mixed", None, None)
+"""user_data key of the (len(doc), width) mixed vectors of a doc that keeps only the mix."""
+# what components with store_layers = false keep: alive as long as their doc
 _TRANSIENT: "weakref.WeakKeyDictionary[Doc, numpy.ndarray]" = weakref.WeakKeyDictionary()
+_TRANSIENT_MIXED: "weakref.WeakKeyDictionary[Doc, numpy.ndarray]" = weakref.WeakKeyDictionary()
 
 
 def _user_data(doc: Doc) -> Dict[Any, Any]:
@@ -29,16 +36,23 @@ def _user_data(doc: Doc) -> Dict[Any, Any]:
 
 
 def get_doc_layers(doc: Doc) -> Optional[numpy.ndarray]:
+    """Every layer of the doc, (L+1, len(doc), width); None when the doc keeps none (or only the mix)."""
     layers = _user_data(doc).get(LAYERS_KEY)
     if layers is None:
         layers = _TRANSIENT.get(doc)
     return layers
 
 
-def set_doc_layers(doc: Doc, layers: Optional[numpy.ndarray], store: bool = True) -> None:
-    """Attach layers; with store=False they are not serialized with the doc."""
-    _user_data(doc).pop(LAYERS_KEY, None)
+def _clear(doc: Doc) -> None:
+    for key in (LAYERS_KEY, MIXED_KEY):
+        _user_data(doc).pop(key, None)
     _TRANSIENT.pop(doc, None)
+    _TRANSIENT_MIXED.pop(doc, None)
+
+
+def set_doc_layers(doc: Doc, layers: Optional[numpy.ndarray], store: bool = True) -> None:
+    """Attach layers (replacing whatever layers or mix the doc kept); with store=False they are not serialized."""
+    _clear(doc)
     if layers is None:
         return
     if layers.ndim != 3 or layers.shape[1] != len(doc):
@@ -47,6 +61,36 @@ def set_doc_layers(doc: Doc, layers: Optional[numpy.ndarray], store: bool = True
         _user_data(doc)[LAYERS_KEY] = layers
     else:
         _TRANSIENT[doc] = layers
+
+
+def set_doc_mixed(doc: Doc, vectors: Optional[numpy.ndarray], store: bool = True) -> None:
+    """Keep only the mixed vectors, (len(doc), width), in place of the layers (which are removed).
+
+    `*._.elmo_vector` then read them as they are (the mix and gamma already
+    applied); with store=False they are not serialized.
+    """
+    _clear(doc)
+    if vectors is None:
+        return
+    if vectors.ndim != 2 or vectors.shape[0] != len(doc):
+        raise ValueError(f"mixed ELMo vectors must have shape ({len(doc)}, width), got {vectors.shape}")
+    if store:
+        _user_data(doc)[MIXED_KEY] = vectors
+    else:
+        _TRANSIENT_MIXED[doc] = vectors
+
+
+def get_doc_mixed(doc: Doc) -> Optional[numpy.ndarray]:
+    """The doc's kept mixed vectors (len(doc), width), or None when it keeps layers or nothing."""
+    vectors = _user_data(doc).get(MIXED_KEY)
+    if vectors is None:
+        vectors = _TRANSIENT_MIXED.get(doc)
+    return vectors
+
+
+def has_elmo(doc: Doc) -> bool:
+    """Whether the doc keeps ELMo layers or mixed vectors, so that *._.elmo_vector are not None."""
+    return get_doc_layers(doc) is not None or get_doc_mixed(doc) is not None
 
 
 def set_doc_mix(doc: Doc, weights: numpy.ndarray, gamma: float) -> None:
@@ -60,23 +104,36 @@ def get_doc_mix(doc: Doc, n_layers: int) -> Tuple[numpy.ndarray, float]:
     return numpy.asarray(stored[:-1], dtype=numpy.float32), float(stored[-1])
 
 
-def _mixed(doc: Doc) -> Optional[numpy.ndarray]:
-    """(len(doc), width) mixed vectors."""
+def mix_layers(layers: numpy.ndarray, weights: numpy.ndarray, gamma: float) -> numpy.ndarray:
+    """gamma * sum_j weights[j] * layers[j]: float32, the shape of `layers` without its first axis."""
+    mixed = numpy.tensordot(weights.astype(numpy.float32), layers.astype(numpy.float32, copy=False), axes=(0, 0))
+    return (gamma * mixed).astype(numpy.float32, copy=False)
+
+
+def mixed_vectors(doc: Doc) -> Optional[numpy.ndarray]:
+    """(len(doc), width) mixed vectors, float32: the kept mix, else computed from the layers; None without either.
+
+    A float32 kept mix is returned as it is (no copy).
+    """
+    vectors = get_doc_mixed(doc)
+    if vectors is not None:
+        return vectors.astype(numpy.float32, copy=False)
     layers = get_doc_layers(doc)
     if layers is None:
         return None
     weights, gamma = get_doc_mix(doc, layers.shape[0])
-    return gamma * numpy.tensordot(weights, layers, axes=(0, 0)).astype(numpy.float32)
+    return mix_layers(layers, weights, gamma)
 
 
 def _mean_vector(doc: Doc, start: int, end: int) -> Optional[numpy.ndarray]:
-    mixed = _mixed(doc)
+    vectors = get_doc_mixed(doc)
+    mixed = vectors if vectors is not None else mixed_vectors(doc)
     if mixed is None:
         return None
     rows = [i for i in range(start, end) if not doc[i].is_space]
     if not rows:
         return numpy.zeros(mixed.shape[1], dtype=numpy.float32)
-    return mixed[rows].mean(axis=0)
+    return mixed[rows].mean(axis=0, dtype=numpy.float32)
 
 
 def _token_layers(token: Token) -> Optional[numpy.ndarray]:
@@ -90,11 +147,14 @@ def _span_layers(span: Span) -> Optional[numpy.ndarray]:
 
 
 def _token_vector(token: Token) -> Optional[numpy.ndarray]:
+    vectors = get_doc_mixed(token.doc)
+    if vectors is not None:
+        return vectors[token.i].astype(numpy.float32, copy=False)  # a float32 mix: a view of it
     layers = get_doc_layers(token.doc)
     if layers is None:
         return None
     weights, gamma = get_doc_mix(token.doc, layers.shape[0])
-    return (gamma * numpy.tensordot(weights, layers[:, token.i], axes=(0, 0))).astype(numpy.float32)
+    return mix_layers(layers[:, token.i], weights, gamma)
 
 
 class ExtensionConflict(ValueError):
@@ -159,13 +219,13 @@ def _span_vector(span: Span) -> Optional[numpy.ndarray]:
 def set_vector_hooks(doc: Doc) -> None:
     """Make .vector, .has_vector and .similarity of the doc, its spans and tokens use ELMo."""
     doc.user_hooks["vector"] = lambda d: d._.elmo_vector
-    doc.user_hooks["has_vector"] = lambda d: get_doc_layers(d) is not None
+    doc.user_hooks["has_vector"] = lambda d: has_elmo(d)
     doc.user_hooks["similarity"] = lambda a, b: _cosine(a._.elmo_vector, _other_vector(b))
     doc.user_span_hooks["vector"] = lambda s: s._.elmo_vector
-    doc.user_span_hooks["has_vector"] = lambda s: get_doc_layers(s.doc) is not None
+    doc.user_span_hooks["has_vector"] = lambda s: has_elmo(s.doc)
     doc.user_span_hooks["similarity"] = lambda a, b: _cosine(a._.elmo_vector, _other_vector(b))
     doc.user_token_hooks["vector"] = lambda t: t._.elmo_vector
-    doc.user_token_hooks["has_vector"] = lambda t: get_doc_layers(t.doc) is not None
+    doc.user_token_hooks["has_vector"] = lambda t: has_elmo(t.doc)
     doc.user_token_hooks["similarity"] = lambda a, b: _cosine(a._.elmo_vector, _other_vector(b))
 
 
@@ -187,9 +247,15 @@ __all__ = [
     "register_extensions",
     "set_doc_layers",
     "get_doc_layers",
+    "set_doc_mixed",
+    "get_doc_mixed",
+    "has_elmo",
+    "mix_layers",
+    "mixed_vectors",
     "set_doc_mix",
     "get_doc_mix",
     "set_vector_hooks",
     "LAYERS_KEY",
+    "MIXED_KEY",
     "ExtensionConflict",
 ]
