@@ -47,15 +47,16 @@ def atomic_path(path: PathLike) -> Iterator[Path]:
 def commit(written: PathLike, path: PathLike) -> None:
     """Make a finished file durable and give it its final name: fsync, rename, fsync the directory."""
     written, path = Path(written), Path(path)
-    _fsync(written, os.O_RDONLY)
+    fsync(written, os.O_RDONLY)
     os.replace(written, path)
     try:
-        _fsync(path.parent, os.O_RDONLY | getattr(os, "O_DIRECTORY", 0))
+        fsync(path.parent, os.O_RDONLY | getattr(os, "O_DIRECTORY", 0))
     except OSError:
         pass  # directories cannot be opened or synced everywhere (Windows); the rename stands
 
 
-def _fsync(path: Path, flags: int) -> None:
+def fsync(path: Path, flags: int) -> None:
+    """Flush a file (or, with O_DIRECTORY, a directory entry) to disk."""
     fd = os.open(path, flags)
     try:
         os.fsync(fd)
@@ -63,4 +64,4 @@ def _fsync(path: Path, flags: int) -> None:
         os.close(fd)
 
 
-__all__ = ["atomic_path", "commit", "temporary_path"]
+__all__ = ["atomic_path", "commit", "temporary_path", "fsync"]

@@ -9,7 +9,6 @@
 Files are written to a temporary name and renamed, so a crash never leaves a
 half-written model behind under the real name.
 """
-import hashlib
 import json
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -24,6 +23,7 @@ from ..bilm.model import BiLM
 from ..bilm.token_vocab import VOCABULARIES_FILE, load_token_vocabularies, save_token_vocabularies
 from ..bilm.vocab import Vocabulary
 from .atomic import atomic_path
+from .checksum import sha256_file
 from .errors import WeightsError
 
 # how weights may be stored (they are always loaded into float32 modules)
@@ -99,7 +99,7 @@ def save_native(
     else:
         (directory / SOFTMAX_FILE).unlink(missing_ok=True)
     checksums = {
-        name: _sha256(directory / name)
+        name: sha256_file(directory / name)
         for name in (BILM_FILE, SOFTMAX_FILE, VOCABULARIES_FILE)
         if (directory / name).exists()
     }
@@ -221,19 +221,11 @@ def _load_state(module: torch.nn.Module, path: Path) -> None:
     module.load_state_dict(state)
 
 
-def _sha256(path: Path) -> str:
-    digest = hashlib.sha256()
-    with open(path, "rb") as handle:
-        for block in iter(lambda: handle.read(1 << 20), b""):
-            digest.update(block)
-    return digest.hexdigest()
-
-
 def _verify(path: Path, expected: Optional[str]) -> None:
     """A file whose bytes changed since it was saved is corrupted: say so before parsing it."""
     if expected is None or not path.is_file():
         return
-    if _sha256(path) != expected:
+    if sha256_file(path) != expected:
         raise WeightsError(
             f"{path}: checksum mismatch (sha256 differs from the one recorded in {META_FILE}): "
             "the file is corrupted or was replaced; restore it or re-export the model"

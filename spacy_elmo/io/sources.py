@@ -43,7 +43,9 @@ from pathlib import Path, PurePosixPath
 from typing import Any, Iterator, Optional, Sequence, Tuple, Union
 from urllib.parse import unquote, urlparse
 
+from .atomic import fsync
 from .catalogue import CatalogueFile, lookup
+from .checksum import sha256_file
 from .errors import WeightsError
 
 CACHE_ENV = "SPACY_ELMO_CACHE"
@@ -243,7 +245,7 @@ def _download(file: CatalogueFile, destination: Path, progress: bool) -> Path:
             bar.close()
     path = Path(fetched)
     if file.sha256:
-        actual = _sha256(path)
+        actual = sha256_file(path)
         if actual != file.sha256.lower():
             path.unlink()
             raise WeightsError(
@@ -258,14 +260,6 @@ def _progress_bar(name: str) -> Any:
 
     # total=1 until pooch sets the real one: pooch tests the bar for truth, and a tqdm of total 0 is false
     return tqdm(desc=name, total=1, unit="B", unit_scale=True, unit_divisor=1024, file=sys.stderr, leave=True)
-
-
-def _sha256(path: Path) -> str:
-    digest = hashlib.sha256()
-    with open(path, "rb") as f:
-        for block in iter(lambda: f.read(1 << 20), b""):
-            digest.update(block)
-    return digest.hexdigest()
 
 
 def _verify(model_dir: Path, label: str) -> None:
@@ -292,7 +286,7 @@ def _commit(model_dir: Path, target: Path, label: str) -> Path:
     """Flush the verified files and rename their directory into place (atomic within a file system)."""
     for path in model_dir.rglob("*"):
         if path.is_file():
-            _fsync(path, os.O_RDONLY)
+            fsync(path, os.O_RDONLY)
     if target.exists() and not _complete(target):
         shutil.rmtree(target)  # not written by this module: every entry it renames into place is marked
     try:
@@ -302,18 +296,10 @@ def _commit(model_dir: Path, target: Path, label: str) -> Path:
             return target  # another process finished the same download first
         raise WeightsError(f"{label}: cannot move the verified model into {target} ({err})") from None
     try:
-        _fsync(target.parent, os.O_RDONLY | getattr(os, "O_DIRECTORY", 0))
+        fsync(target.parent, os.O_RDONLY | getattr(os, "O_DIRECTORY", 0))
     except OSError:
         pass  # directories cannot be synced everywhere; the rename stands
     return target
-
-
-def _fsync(path: Path, flags: int) -> None:
-    fd = os.open(path, flags)
-    try:
-        os.fsync(fd)
-    finally:
-        os.close(fd)
 
 
 # -- archives ----------------------------------------------------------------------------------

@@ -13,7 +13,6 @@ checksums catch a file changed or swapped afterwards. The table's own
 learned rows (sentence boundaries, unknown words: `TABLE_SPECIALS`) are not
 in it: the biLM learns them. No spaCy or thinc here.
 """
-import hashlib
 import json
 from pathlib import Path
 from typing import Any, Dict, List, Mapping, Optional, Sequence, Tuple, Union
@@ -23,6 +22,7 @@ import torch
 
 from ..bilm.token_vocab import TABLE_SPECIALS, WordTableVocabulary
 from ..io.atomic import atomic_path
+from ..io.checksum import sha256_file
 
 PathLike = Union[str, Path]
 
@@ -63,14 +63,6 @@ def select_rows(
     ranked = sorted((-count, word) for word, count in text_counts.items() if word in index)
     keep.update(index[word] for _, word in ranked[:top_text])
     return sorted(keep)
-
-
-def sha256_file(path: PathLike) -> str:
-    digest = hashlib.sha256()
-    with open(path, "rb") as handle:
-        for block in iter(lambda: handle.read(1 << 20), b""):
-            digest.update(block)
-    return digest.hexdigest()
 
 
 def write_word_table(
