@@ -3,6 +3,7 @@
     python benchmarks/bench_embed.py                      # every section but compare
     python benchmarks/bench_embed.py --sections small,memory
     python benchmarks/bench_embed.py --sections compare [--baseline REV] [--rounds 3]
+    python benchmarks/bench_embed.py --sections ray [--smoke]
 
 Sections (one module each in benchmarks/embed_sections/):
   small     published "small" shapes on the first 6,000 EWT train sentences:
@@ -20,6 +21,9 @@ Sections (one module each in benchmarks/embed_sections/):
   compare   `embed` speed and peak memory, this checkout against --baseline
             (default: `git merge-base HEAD main`), in alternating child processes
   gpu       float32 and bfloat16 on CUDA, original shapes (skipped without CUDA)
+  ray       `embed` local vs `--engine ray` with 1 and 2 workers: tokens/s, ratios,
+            Ray's start-up cost, peak memory per worker (not in the default list:
+            needs spacy-elmo[ray]; --smoke checks it runs on a tiny input)
 
 Random weights of the published shapes; no weight files needed. Each section
 measures the machine's fp32 matmul rate in the same run and reports the
@@ -43,7 +47,7 @@ from common import EWT_TRAIN, machine, peak_rss_mb  # noqa: E402
 from spacy_elmo.cli._util import huge_pages, prefer_huge_pages  # noqa: E402
 
 SECTIONS = {"small": "small", "original": "original", "memory": "memory", "profile": "profiling",
-            "breakdown": "breakdown", "ab": "ab", "compare": "compare", "gpu": "gpu"}
+            "breakdown": "breakdown", "ab": "ab", "compare": "compare", "gpu": "gpu", "ray": "ray_engine"}
 
 
 def main() -> None:
@@ -59,6 +63,7 @@ def main() -> None:
     parser.add_argument("--rounds", type=int, default=3, help="compare: alternating rounds")
     parser.add_argument("--gpu-batch-tokens", type=int, default=32768)
     parser.add_argument("--threads", type=int, default=int(os.environ.get("BENCH_THREADS", "0")))
+    parser.add_argument("--smoke", action="store_true", help="ray: a tiny biLM and input (checks that it runs)")
     args = parser.parse_args()
     unknown = [name for name in args.sections.split(",") if name not in SECTIONS]
     if unknown:

@@ -45,6 +45,12 @@ def _read_text(path: PathLike) -> str:
         raw = path.read_bytes()
     except OSError as err:
         raise CorpusError(f"{path}: cannot read the file ({err.strerror or err})") from None
+    return decode_corpus(raw, path)
+
+
+def decode_corpus(raw: bytes, path: PathLike = "<bytes>") -> str:
+    """The text of a corpus file's bytes, gunzipped if they are gzip (found by their first
+    bytes); a CorpusError naming `path` and the line for binary, undecodable or truncated data."""
     if raw[:2] == b"\x1f\x8b":
         try:
             raw = gzip.decompress(raw)
@@ -71,9 +77,14 @@ def conllu_words(path: PathLike, limit: int = 0) -> List[List[str]]:
 def conllu_rows(path: PathLike, limit: int = 0) -> List[List[List[str]]]:
     """The columns of each syntactic word, sentence by sentence, of a CoNLL-U file
     (comments, multi-word token and empty-node lines left out)."""
+    return conllu_rows_of_text(_read_text(path), limit)
+
+
+def conllu_rows_of_text(text: str, limit: int = 0) -> List[List[List[str]]]:
+    """`conllu_rows` of a CoNLL-U file's text (for callers that read the file themselves)."""
     sentences: List[List[List[str]]] = []
     rows: List[List[str]] = []
-    for line in _read_text(path).splitlines() + [""]:
+    for line in text.splitlines() + [""]:
         if not line.strip():
             if rows:
                 sentences.append(rows)
@@ -200,4 +211,7 @@ def write_docbin(docs: List[Doc], output: PathLike) -> Path:
     return output
 
 
-__all__ = ["conllu_rows", "conllu_words", "find_input", "ud_docs", "uner_docs", "write_docbin", "CorpusError"]
+__all__ = [
+    "conllu_rows", "conllu_rows_of_text", "conllu_words", "decode_corpus", "find_input", "ud_docs", "uner_docs",
+    "write_docbin", "CorpusError",
+]

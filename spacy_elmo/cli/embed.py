@@ -1,7 +1,7 @@
-"""`embed`: a text file in, the published HDF5 dump layout out."""
+"""`embed`: text, JSONL, CoNLL-U or .spacy files in; the published HDF5 dump layout (or Parquet) out,
+here or on Ray Data."""
 import os
-from pathlib import Path
-from typing import Optional
+from typing import List, Optional
 
 import typer
 from tqdm import tqdm
@@ -13,28 +13,52 @@ from ._util import fail, load_weights_or_fail, pick_device
 
 
 def embed_cli(
-    input_path: Path = typer.Argument(
-        ..., help="Text file: one sentence per line, tokens separated by whitespace", exists=True, dir_okay=False
+    input_paths: List[str] = typer.Argument(
+        ...,
+        help="Input files or globs (local or fsspec URLs): text (one sentence per line, tokens separated by "
+        "whitespace), .jsonl, .conllu or .spacy",
     ),
-    output_path: Path = typer.Argument(..., help="HDF5 file to write"),
+    output_path: str = typer.Argument(..., help="HDF5 file to write (a directory with --format parquet)"),
     weights: Optional[str] = typer.Option(
         None, "--weights", "-w",
         help="Model: a directory, archive, URL or catalogue name (default: embedded English model)",
+    ),
+    input_format: str = typer.Option(
+        "auto", "--input-format", help="auto (by extension), text, jsonl, conllu or spacy"
+    ),
+    lang: Optional[str] = typer.Option(None, "--lang", help='JSONL "text": tokenize with spacy.blank(LANG)'),
+    pipeline: Optional[str] = typer.Option(
+        None, "--pipeline", help='JSONL "text": tokenize with this spaCy pipeline (name or path)'
+    ),
+    output_format: str = typer.Option("hdf5", "--format", help="hdf5 (the published dump) or parquet (part files)"),
+    sentence_index: bool = typer.Option(
+        True, "--sentence-index/--no-sentence-index", help="Write sentence_to_index (HDF5; off for huge outputs)"
     ),
     batch_size: int = typer.Option(EMBED_BATCH_SENTENCES, "--batch-size", "-b", help="Most sentences per batch"),
     batch_tokens: int = typer.Option(EMBED_BATCH_TOKENS, "--batch-tokens", help="Most padded tokens per batch"),
     chunk_lines: int = typer.Option(
         4096, "--chunk-lines",
-        help="Lines embedded between flushes to OUTPUT.partial (at most this much work is lost to a crash)",
+        help="Units embedded between flushes to OUTPUT.partial (at most this much work is lost to a crash); "
+        "units per Parquet part",
     ),
     layers: str = typer.Option("all", "--layers", "-l", help="all (L+1, n, w), top, average, or mix (n, w)"),
     mix: Optional[str] = typer.Option(None, "--mix", help="With --layers mix: comma-separated layer weights"),
     shard: Optional[str] = typer.Option(
-        None, "--shard", help="K/N: embed lines with number % N == K into OUTPUT.shard-K-of-N"
+        None, "--shard",
+        help="K/N: embed one share into OUTPUT.shard-K-of-N (one input: units % N == K; several: whole files)",
     ),
     join: int = typer.Option(0, "--join", help="Only join N finished shard files into OUTPUT"),
-    resume: bool = typer.Option(False, "--resume", help="Continue an interrupted run (OUTPUT.partial)"),
+    resume: bool = typer.Option(False, "--resume", help="Continue an interrupted run (OUTPUT.partial, Parquet parts)"),
     overwrite: bool = typer.Option(False, "--overwrite", help="Replace an existing or interrupted output"),
+    engine: str = typer.Option("local", "--engine", help="local (this process) or ray (a Ray Data pipeline)"),
+    workers: int = typer.Option(1, "--workers", help="--engine ray: biLM worker actors"),
+    address: Optional[str] = typer.Option(
+        None, "--address", help="--engine ray: join this Ray cluster (default: start a local instance)"
+    ),
+    cpus_per_worker: int = typer.Option(1, "--cpus-per-worker", help="--engine ray: CPUs (torch threads) per worker"),
+    gpus_per_worker: Optional[float] = typer.Option(
+        None, "--gpus-per-worker", help="--engine ray: GPUs per worker (default: 1 where the cluster has GPUs)"
+    ),
     cache: int = typer.Option(50000, "--cache", help="Token-encoder cache size (0: off)"),
     precision: str = typer.Option("float32", "--precision", help="float32, or bfloat16/float16 autocast"),
     backend: str = typer.Option("auto", "--backend", help="auto, reference, mkl, onednn or onednn+kernel (see `info`)"),
@@ -45,21 +69,44 @@ def embed_cli(
     gpu_id: int = typer.Option(-1, "--gpu-id", "-g", help="GPU to use (-1: CPU; under torchrun: LOCAL_RANK)"),
     quiet: bool = typer.Option(False, "--quiet", "-q", help="No progress bar"),
 ) -> None:
-    """Embed every line of INPUT into OUTPUT (the reference `elmo` dump layout).
+    """Embed every unit of INPUT into OUTPUT (the reference `elmo` dump layout, or Parquet).
 
-    One dataset per line, named by its line number, of shape (L+1, n_tokens,
+    A unit is a line of a text file, a JSONL line, a CoNLL-U sentence or a
+    sentence of a .spacy doc. One dataset per unit, named by its number
+    ("FILE:NUMBER" with several input files), of shape (L+1, n_tokens,
     width); empty lines get (L+1, 0, width). Under torchrun (or with --shard
     K/N) each process embeds its share into its own file, and the shards are
-    joined into OUTPUT with the same keys as a single run.
+    joined into OUTPUT with the same keys as a single run; --engine ray runs
+    the same work on a Ray cluster and writes the same file.
     """
-    from ..io.dump import DumpError, embed_file, join_shards
+    from ..embedding.dump import DumpError, check_layers, embed_file, join_shards
 
     if join:
         try:
-            join_shards(output_path, join, input_path, encoding_errors)
+            join_shards(output_path, join)
         except DumpError as err:
             fail(str(err))
         msg.good(f"Joined {join} shards into {output_path}")
+        return
+    if engine not in ENGINES:
+        fail(f"--engine must be one of {ENGINES}, got {engine!r}")
+    mix_weights = None
+    if mix:
+        try:
+            mix_weights = [float(x) for x in mix.split(",")]
+        except ValueError:
+            fail(f"--mix must be comma-separated numbers, got {mix!r}")
+    if engine == "ray":
+        if shard:
+            fail("--shard is for --engine local; Ray shares the work between its --workers itself")
+        _embed_on_ray(
+            input_paths, output_path, weights=weights, input_format=input_format, lang=lang, pipeline=pipeline,
+            output_format=output_format, sentence_index=sentence_index, layers=layers, mix=mix_weights,
+            batch_size=batch_size, batch_tokens=batch_tokens, chunk_lines=chunk_lines, resume=resume,
+            overwrite=overwrite, workers=workers, address=address, cpus_per_worker=cpus_per_worker,
+            gpus_per_worker=gpus_per_worker, cache=cache, precision=precision, backend=backend,
+            encoding_errors=encoding_errors, quiet=quiet,
+        )
         return
     world = int(os.environ.get("WORLD_SIZE", "1"))
     k, n = 0, 1
@@ -72,25 +119,23 @@ def embed_cli(
         k, n = int(os.environ["RANK"]), world
         if gpu_id < 0 and _cuda():
             gpu_id = int(os.environ.get("LOCAL_RANK", k))
-    mix_weights = None
-    if mix:
-        try:
-            mix_weights = [float(x) for x in mix.split(",")]
-        except ValueError:
-            fail(f"--mix must be comma-separated numbers, got {mix!r}")
     loaded = load_weights_or_fail(weights)
     model = loaded.bilm.to(pick_device(gpu_id))
     try:
         model.backend = backend
     except BackendError as err:
         fail(f"--backend: {err}")
+    try:
+        check_layers(layers, mix_weights, model.n_layers, model.width)
+    except DumpError as err:
+        fail(str(err))
     if cache:
         model.enable_cache(cache)
     bar = tqdm(desc=f"embedding{f' shard {k}/{n}' if n > 1 else ''}", unit=" tok", unit_scale=True, disable=quiet)
     try:
         path = embed_file(
             model,
-            input_path,
+            input_paths,
             output_path,
             layers=layers,
             mix=mix_weights,
@@ -102,6 +147,11 @@ def embed_cli(
             overwrite=overwrite,
             precision=precision,
             encoding_errors=encoding_errors,
+            input_format=input_format,
+            lang=lang,
+            pipeline=pipeline,
+            sentence_index=sentence_index,
+            output_format=output_format,
             on_progress=lambda tokens, sentences: bar.update(tokens),
         )
     except DumpError as err:
@@ -114,11 +164,32 @@ def embed_cli(
         if not dist.is_initialized():
             dist.init_process_group("gloo")
         dist.barrier()
-        if k == 0:
-            join_shards(output_path, n, input_path, encoding_errors)
+        if k == 0 and output_format == "hdf5":
+            join_shards(output_path, n)
             msg.good(f"Wrote {output_path} ({n} shards)")
         dist.destroy_process_group()
         return
+    msg.good(f"Wrote {path}")
+
+
+ENGINES = ("local", "ray")
+
+
+def _embed_on_ray(input_paths: List[str], output_path: str, quiet: bool, **settings) -> None:
+    from ..embedding.dump import DumpError
+
+    try:
+        from ..embedding.ray import embed_files
+    except ImportError as err:
+        fail(str(err))
+    bar = tqdm(desc="embedding (ray)", unit=" tok", unit_scale=True, disable=quiet)
+    try:
+        path = embed_files(input_paths, output_path, progress=not quiet,
+                           on_progress=lambda tokens, sentences: bar.update(tokens), **settings)
+    except (DumpError, ImportError) as err:
+        fail(str(err))
+    finally:
+        bar.close()
     msg.good(f"Wrote {path}")
 
 

@@ -1,0 +1,337 @@
+"""What `embed` reads: input files in four formats, cut into units, each embedded alone.
+
+A unit is what the biLM reads from a zero state and what the output is keyed
+by (one HDF5 dataset, one Parquet row):
+
+* text (any extension but the ones below): one unit per line, tokens split on
+  whitespace; an empty line is an empty unit;
+* JSONL (`.jsonl`, `.ndjson`): one unit per non-blank line, an object with
+  `"tokens"` (a list of strings, used as given) or `"text"` (tokenized by a
+  spaCy tokenizer: `spacy.blank(lang)` or a loaded pipeline's `make_doc`);
+  blank lines are not units, so a unit's number stays its line number;
+* CoNLL-U (`.conllu`, `.conllu.gz`): one unit per sentence, its syntactic
+  words (read by `spacy_elmo.corpora`'s CoNLL-U reader);
+* `.spacy` (a DocBin): one unit per sentence of each doc where the doc has
+  sentence boundaries, else one unit per doc; spaCy's own tokens, every one
+  of them, so a unit's vectors line up with `doc[start:end]`.
+
+Units are numbered from 0 within their file. A unit's key is its number when
+there is one input file (the published layout: "0", "1", ...) and
+"FILE:NUMBER" with several (FILE: the file's position in the sorted input
+list), so keys are unique and ordered as the input.
+
+Paths may be local or fsspec URLs (`s3://...`, `gs://...`); every file is
+opened through `open_input`, and a worker opens only the files it embeds.
+This module imports spaCy only to read `.spacy`, CoNLL-U or text to tokenize.
+"""
+import functools
+import glob
+import json
+import os
+import re
+from typing import IO, Callable, Iterator, List, NamedTuple, Optional, Sequence, Tuple
+
+FORMATS = ("text", "jsonl", "conllu", "spacy")
+ENCODING_ERRORS = ("strict", "replace")
+_EXTENSIONS = {".jsonl": "jsonl", ".ndjson": "jsonl", ".conllu": "conllu", ".spacy": "spacy"}
+_UNIT_KEY = re.compile(r"^\d+(:\d+)?$")
+
+
+class DumpError(ValueError):
+    """Bad input, output or settings for bulk embedding; the message names the file and line."""
+
+
+class Unit(NamedTuple):
+    """One unit of input: what the biLM reads at once, and where it came from."""
+
+    file: int  # position of its file in the input list
+    number: int  # its number within the file (line, sentence or JSON line)
+    tokens: List[str]
+    text: str  # what `sentence_to_index` maps to its key: the line, JSON text, or the tokens joined by spaces
+    doc: int  # .spacy: the doc it belongs to; other formats: `number`
+    start: int  # .spacy: its first token in that doc; other formats: 0
+
+
+def unit_key(file: int, number: int, n_files: int) -> str:
+    """The dataset name (HDF5) and `key` column (Parquet) of a unit."""
+    return str(number) if n_files == 1 else f"{file}:{number}"
+
+
+def is_unit_key(name: str) -> bool:
+    """Whether an HDF5 dataset name is a unit's (not `sentence_to_index`)."""
+    return _UNIT_KEY.match(name) is not None
+
+
+def key_order(key: str) -> Tuple[int, ...]:
+    """Sort key of a unit key: input order."""
+    return tuple(int(part) for part in key.split(":"))
+
+
+# -- paths -------------------------------------------------------------------------------
+
+
+def is_url(path: str) -> bool:
+    """A remote fsspec URL (`file://` and plain paths are local)."""
+    return "://" in path and not path.startswith("file://")
+
+
+def local_path(path: str) -> str:
+    return path[len("file://"):] if path.startswith("file://") else path
+
+
+def open_input(path: str, mode: str = "rb") -> IO:
+    """Open an input file, local or an fsspec URL, for reading ("rb"; text modes are UTF-8).
+
+    Every reader goes through this function, so the files a run opens are the
+    files it embeds (the sharding tests count the calls).
+    """
+    if is_url(path):
+        import fsspec
+
+        return fsspec.open(path, mode).open()
+    return open(local_path(path), mode)
+
+
+def expand_inputs(patterns: Sequence[str]) -> List[str]:
+    """The input files `patterns` name: paths, globs (`data/*.txt`, `**` recursive) or fsspec
+    URLs and URL globs, each glob's matches sorted, duplicates dropped, in the order given.
+
+    A pattern that names nothing, or a directory, is a DumpError, so a typo
+    never silently embeds less than asked.
+    """
+    files: List[str] = []
+    for pattern in patterns:
+        pattern = str(pattern)
+        if is_url(pattern):
+            import fsspec
+
+            fs, _ = fsspec.core.url_to_fs(pattern)
+            protocol = pattern.split("://", 1)[0]
+            if glob.has_magic(pattern):
+                found = [p if "://" in p else f"{protocol}://{p}" for p in sorted(fs.glob(pattern))]
+            else:
+                found = [pattern] if fs.isfile(pattern) else []
+        else:
+            path = local_path(pattern)
+            if glob.has_magic(path):
+                found = sorted(p for p in glob.glob(path, recursive=True) if os.path.isfile(p))
+            elif os.path.isdir(path):
+                raise DumpError(f"{pattern}: a directory; name its files, e.g. {os.path.join(pattern, '*.txt')}")
+            else:
+                found = [path] if os.path.isfile(path) else []
+        if not found:
+            raise DumpError(f"{pattern}: no such file" + (" (the glob matches nothing)" if glob.has_magic(pattern)
+                                                          else ""))
+        files.extend(found)
+    return list(dict.fromkeys(files))
+
+
+def detect_format(path: str, given: Optional[str] = None) -> str:
+    """The format of an input file: `given` when set (not "auto"), else from its extension."""
+    if given and given != "auto":
+        if given not in FORMATS:
+            raise DumpError(f"unknown input format {given!r}; choose from {('auto',) + FORMATS}")
+        return given
+    name = path.lower()
+    if name.endswith(".gz"):
+        name = name[:-3]
+    return _EXTENSIONS.get(os.path.splitext(name)[1], "text")
+
+
+def shard_files(n_files: int, shard: Tuple[int, int]) -> Tuple[List[int], Tuple[int, int]]:
+    """(files this shard opens, unit sharding inside each of them).
+
+    One input file: every shard reads it and takes the units whose number %
+    N == K. Several: shard K takes whole files (file position % N == K) and
+    every unit in them, so no shard opens a file it does not embed.
+    """
+    k, n = shard
+    if not 0 <= k < n:
+        raise DumpError(f"shard {k}/{n}: need 0 <= K < N")
+    if n_files == 1:
+        return [0], shard
+    return [i for i in range(n_files) if i % n == k], (0, 1)
+
+
+# -- reading -----------------------------------------------------------------------------
+
+
+def read_lines(path: str, encoding_errors: str = "strict") -> Iterator[Tuple[int, str]]:
+    """(line number, line text without its newline) of a UTF-8 text file.
+
+    encoding_errors: "strict" (a DumpError naming the first line that is not
+    UTF-8 text: invalid bytes, or a NUL byte as in binary files) or "replace"
+    (invalid bytes become U+FFFD).
+    """
+    import io
+
+    if encoding_errors not in ENCODING_ERRORS:
+        raise DumpError(f"unknown encoding error handling {encoding_errors!r}; choose from {ENCODING_ERRORS}")
+    strict = encoding_errors == "strict"
+    # surrogateescape keeps every invalid byte visible (as U+DC80..U+DCFF) without
+    # changing where lines end, so the error can name its line
+    errors = "surrogateescape" if strict else "replace"
+    try:
+        raw = open_input(str(path), "rb")
+    except OSError as err:
+        raise DumpError(f"{path}: cannot read the file ({err.strerror or err})") from None
+    with io.TextIOWrapper(raw, encoding="utf-8", errors=errors, newline="") as handle:
+        for number, line in enumerate(handle):
+            if strict and (_NOT_TEXT.search(line) is not None):
+                raise DumpError(_not_text_message(path, number, line))
+            yield number, line.rstrip("\r\n")
+
+
+_NOT_TEXT = re.compile("[\udc80-\udcff\x00]")
+
+
+def _not_text_message(path: str, number: int, line: str) -> str:
+    found = _NOT_TEXT.search(line)
+    assert found is not None  # the caller found one
+    char = found.group()
+    what = "a NUL byte (a binary file?)" if char == "\x00" else f"the byte 0x{ord(char) - 0xDC00:02x}, not UTF-8"
+    return (
+        f"{path}: line {number + 1} (column {found.start() + 1}) holds {what}; fix the file, or pass "
+        "--encoding-errors replace to read on (invalid bytes become U+FFFD)"
+    )
+
+
+def check_text(path: str, encoding_errors: str = "strict") -> None:
+    """Read a text file once, so that bad input fails before any work is done."""
+    for _ in read_lines(path, encoding_errors):
+        pass
+
+
+Tokenizer = Callable[[str], List[str]]
+
+
+@functools.lru_cache(maxsize=4)
+def make_tokenizer(lang: Optional[str] = None, pipeline: Optional[str] = None) -> Tokenizer:
+    """A spaCy tokenizer for JSONL `"text"`: `spacy.blank(lang)`'s, or a pipeline's `make_doc`
+    (a package name or a path; its components are not run). Loaded once per process."""
+    import spacy
+
+    if pipeline:
+        try:
+            nlp = spacy.load(pipeline)
+        except (OSError, IOError, ValueError) as err:
+            raise DumpError(f"--pipeline {pipeline}: cannot load it ({err})") from None
+    else:
+        try:
+            nlp = spacy.blank(lang or "")
+        except (ImportError, KeyError, ValueError) as err:
+            raise DumpError(f"--lang {lang}: no such spaCy language ({err})") from None
+    return lambda text: [token.text for token in nlp.make_doc(text)]
+
+
+def read_units(
+    path: str,
+    fmt: str,
+    file: int = 0,
+    encoding_errors: str = "strict",
+    lang: Optional[str] = None,
+    pipeline: Optional[str] = None,
+) -> Iterator[Unit]:
+    """The units of one input file, in order (see the module docstring)."""
+    if fmt == "text":
+        for number, line in read_lines(path, encoding_errors):
+            yield Unit(file, number, line.split(), line, number, 0)
+    elif fmt == "jsonl":
+        yield from _jsonl_units(path, file, encoding_errors, lang, pipeline)
+    elif fmt == "conllu":
+        yield from _conllu_units(path, file)
+    elif fmt == "spacy":
+        yield from _docbin_units(path, file)
+    else:
+        raise DumpError(f"unknown input format {fmt!r}; choose from {FORMATS}")
+
+
+def _jsonl_units(path, file, encoding_errors, lang, pipeline, tokenize: bool = True) -> Iterator[Unit]:
+    tokenizer: Optional[Tokenizer] = None
+    for number, line in read_lines(path, encoding_errors):
+        if not line.strip():
+            continue
+        where = f"{path}: line {number + 1}"
+        try:
+            record = json.loads(line)
+        except ValueError as err:
+            raise DumpError(f"{where}: not JSON ({err})") from None
+        if not isinstance(record, dict) or not ("tokens" in record or "text" in record):
+            raise DumpError(f'{where}: expected an object with "tokens" (a list of strings) or "text"')
+        if "tokens" in record:
+            tokens = record["tokens"]
+            if not isinstance(tokens, list) or not all(isinstance(t, str) for t in tokens):
+                raise DumpError(f'{where}: "tokens" must be a list of strings')
+            text = record["text"] if isinstance(record.get("text"), str) else " ".join(tokens)
+        else:
+            text = record["text"]
+            if not isinstance(text, str):
+                raise DumpError(f'{where}: "text" must be a string')
+            if not (lang or pipeline):
+                raise DumpError(f'{where}: "text" needs a tokenizer: pass --lang LANG or --pipeline NAME_OR_PATH '
+                                '(or give "tokens")')
+            if not tokenize:
+                continue
+            if tokenizer is None:
+                tokenizer = make_tokenizer(lang, pipeline)
+            tokens = tokenizer(text)
+        yield Unit(file, number, list(tokens), text, number, 0)
+
+
+def _read_bytes(path: str) -> bytes:
+    try:
+        with open_input(path, "rb") as handle:
+            return handle.read()
+    except OSError as err:
+        raise DumpError(f"{path}: cannot read the file ({err.strerror or err})") from None
+
+
+def _conllu_units(path: str, file: int) -> Iterator[Unit]:
+    from ..corpora import CorpusError, conllu_rows_of_text, decode_corpus
+
+    try:
+        sentences = conllu_rows_of_text(decode_corpus(_read_bytes(path), path))
+    except CorpusError as err:
+        raise DumpError(str(err)) from None
+    for number, rows in enumerate(sentences):
+        words = [row[1] for row in rows]
+        yield Unit(file, number, words, " ".join(words), number, 0)
+
+
+def _docbin_units(path: str, file: int) -> Iterator[Unit]:
+    from spacy.tokens import DocBin
+    from spacy.vocab import Vocab
+
+    try:
+        docbin = DocBin().from_bytes(_read_bytes(path))
+    except (ValueError, KeyError, TypeError) as err:
+        raise DumpError(f"{path}: not a spaCy DocBin (.spacy) file ({err})") from None
+    number = 0
+    for d, doc in enumerate(docbin.get_docs(Vocab())):
+        if len(doc) and (doc.has_annotation("SENT_START") or doc.has_annotation("DEP")):
+            spans = [(s.start, s.end) for s in doc.sents]
+        else:
+            spans = [(0, len(doc))]
+        for start, end in spans:
+            span = doc[start:end]
+            yield Unit(file, number, [t.text for t in span], span.text, d, start)
+            number += 1
+
+
+def check_input(path: str, fmt: str, encoding_errors: str = "strict", lang: Optional[str] = None,
+                pipeline: Optional[str] = None) -> None:
+    """Read a file once as its format (without tokenizing), so that bad input fails before any work."""
+    if fmt == "text":
+        check_text(path, encoding_errors)
+    elif fmt == "jsonl":
+        for _ in _jsonl_units(path, 0, encoding_errors, lang, pipeline, tokenize=False):
+            pass
+    else:
+        for _ in read_units(path, fmt):
+            pass
+
+
+__all__ = [
+    "FORMATS", "DumpError", "Unit", "unit_key", "is_unit_key", "key_order", "open_input", "expand_inputs",
+    "detect_format", "shard_files", "read_lines", "check_text", "check_input", "make_tokenizer", "read_units",
+]

@@ -1,0 +1,232 @@
+"""`embed --format parquet`: one row per unit, in part files that a rerun can skip.
+
+OUTPUT is a directory (local or an fsspec URL) of `part-FFFFF-CCCCCC.parquet`
+files: FILE is the input file's position, CHUNK the unit number //
+`chunk_lines`, so a part's content depends only on the input and the
+settings, never on scheduling. A part is written under a hidden temporary
+name and renamed when complete, so a file with a final name is always
+complete, and a rerun with `resume` skips it. Shards of one input file
+(`--shard K/N`) add `-shard-K-of-N` to their parts' names.
+
+Columns: `key` (the HDF5 dataset name of the same unit), `file` (its input
+path), `number` (its number in that file), `doc` and `start` (for `.spacy`
+input: its doc and first token there; otherwise `number` and 0), `text`,
+`tokens` (list of strings) and `elmo`: float32 nested lists of shape
+(L+1, n_tokens, width) (`--layers all`) or (n_tokens, width); the innermost
+lists have a fixed size (width). Arrow, Ray Data, pandas, DuckDB and Spark
+read the directory as one table; `read_parts` gives numpy arrays back.
+"""
+import os
+import re
+from pathlib import Path
+from typing import TYPE_CHECKING, Iterator, List, Optional, Sequence, Set, Tuple
+
+import numpy
+
+from ..io.atomic import commit
+from .inputs import DumpError, Unit, is_url, local_path
+
+if TYPE_CHECKING:
+    import pyarrow
+
+_PART = re.compile(r"^part-(\d+)-(\d+)(-shard-\d+-of-\d+)?\.parquet$")
+
+
+def part_name(file: int, chunk: int, shard: Tuple[int, int] = (0, 1)) -> str:
+    suffix = f"-shard-{shard[0]}-of-{shard[1]}" if shard[1] > 1 else ""
+    return f"part-{file:05d}-{chunk:06d}{suffix}.parquet"
+
+
+def part_for(unit: Unit, chunk_lines: int, shard: Tuple[int, int] = (0, 1)) -> str:
+    """The part a unit belongs to."""
+    return part_name(unit.file, unit.number // chunk_lines, shard)
+
+
+def _pyarrow():
+    try:
+        import pyarrow
+        import pyarrow.parquet  # noqa: F401
+    except ImportError:
+        raise DumpError('--format parquet needs pyarrow: pip install pyarrow (or "spacy-elmo[ray]")') from None
+    return pyarrow
+
+
+def vectors_array(arrays: Sequence[numpy.ndarray]) -> "pyarrow.Array":
+    """float32 arrays of shape (L+1, n, w) or (n, w) (one kind, one width) as one Arrow column
+    of nested lists, the innermost of fixed size w; the values are copied bit for bit."""
+    pa = _pyarrow()
+    if not arrays:
+        return pa.array([], type=pa.list_(pa.list_(pa.float32())))
+    width = arrays[0].shape[-1]
+    flat = numpy.concatenate([numpy.ascontiguousarray(a, dtype=numpy.float32).reshape(-1) for a in arrays])
+    column = pa.FixedSizeListArray.from_arrays(pa.array(flat, type=pa.float32()), width)
+    if arrays[0].ndim == 3:  # (L+1, n, w): a list of L+1 lists of n vectors per row
+        inner = numpy.concatenate([[0]] + [numpy.full(a.shape[0], a.shape[1]) for a in arrays]).cumsum()
+        column = pa.ListArray.from_arrays(pa.array(inner, type=pa.int32()), column)
+    outer = numpy.concatenate([[0], [a.shape[0] for a in arrays]]).cumsum()
+    return pa.ListArray.from_arrays(pa.array(outer, type=pa.int32()), column)
+
+
+def rows_table(rows: Sequence[Tuple[str, str, Unit, numpy.ndarray]], layers: str) -> "pyarrow.Table":
+    """An Arrow table of (key, input path, unit, vectors) rows, with the `layers` mode in its metadata."""
+    pa = _pyarrow()
+    table = pa.table({
+        "key": pa.array([key for key, _, _, _ in rows], type=pa.string()),
+        "file": pa.array([path for _, path, _, _ in rows], type=pa.string()),
+        "number": pa.array([u.number for _, _, u, _ in rows], type=pa.int64()),
+        "doc": pa.array([u.doc for _, _, u, _ in rows], type=pa.int64()),
+        "start": pa.array([u.start for _, _, u, _ in rows], type=pa.int64()),
+        "text": pa.array([u.text for _, _, u, _ in rows], type=pa.string()),
+        "tokens": pa.array([list(u.tokens) for _, _, u, _ in rows], type=pa.list_(pa.string())),
+        "elmo": vectors_array([array for _, _, _, array in rows]),
+    })
+    return table.replace_schema_metadata({"spacy_elmo.layers": layers})
+
+
+class PartStore:
+    """The part files of one output directory: which are finished, writing one atomically."""
+
+    def __init__(self, output: str) -> None:
+        self.output = str(output)
+        if is_url(self.output):
+            import fsspec
+
+            self.fs, self.root = fsspec.core.url_to_fs(self.output)
+        else:
+            self.fs, self.root = None, local_path(self.output)
+
+    def prepare(self) -> None:
+        if self.fs is not None:
+            self.fs.makedirs(self.root, exist_ok=True)
+            return
+        directory = Path(self.root)
+        if not directory.parent.is_dir():
+            raise DumpError(f"{directory.parent}: no such directory for the output; create it first")
+        if directory.exists() and not directory.is_dir():
+            raise DumpError(f"{directory}: exists and is not a directory (--format parquet writes a directory)")
+        directory.mkdir(exist_ok=True)
+
+    def names(self) -> Set[str]:
+        """The finished parts (final names only; temporary files are hidden names)."""
+        if self.fs is not None:
+            if not self.fs.exists(self.root):
+                return set()
+            found = [os.path.basename(p.rstrip("/")) for p in self.fs.ls(self.root, detail=False)]
+        else:
+            found = os.listdir(self.root) if os.path.isdir(self.root) else []
+        return {name for name in found if _PART.match(name)}
+
+    def remove(self, names: Sequence[str]) -> None:
+        for name in names:
+            if self.fs is not None:
+                self.fs.rm(f"{self.root}/{name}")
+            else:
+                os.unlink(os.path.join(self.root, name))
+
+    def write(self, name: str, table: "pyarrow.Table") -> None:
+        """Write a part under a temporary name, then give it its final one."""
+        pq = _pyarrow().parquet
+        tmp = f".{name}.{os.getpid()}.tmp"
+        if self.fs is not None:
+            with self.fs.open(f"{self.root}/{tmp}", "wb") as handle:
+                pq.write_table(table, handle)
+            self.fs.mv(f"{self.root}/{tmp}", f"{self.root}/{name}")
+            return
+        path = os.path.join(self.root, tmp)
+        try:
+            pq.write_table(table, path)
+            commit(path, os.path.join(self.root, name))
+        finally:
+            if os.path.exists(path):
+                os.unlink(path)
+
+
+class ParquetSink:
+    """`embed`'s Parquet output: rows buffered per part, each part committed when complete."""
+
+    def __init__(self, output: str, layers: str, chunk_lines: int, shard: Tuple[int, int], files: Sequence[int],
+                 resume: bool, overwrite: bool) -> None:
+        self.store = PartStore(output)
+        self.layers = layers
+        self.chunk_lines = chunk_lines
+        self.shard = shard
+        self.store.prepare()
+        mine = {name for name in self.store.names() if self._mine(name, set(files))}
+        if mine and not (resume or overwrite):
+            raise DumpError(f"{output} holds {len(mine)} part(s) of an earlier run; pass --resume to skip the "
+                            "finished parts or --overwrite to start again")
+        if overwrite and not resume:
+            self.store.remove(sorted(mine))
+            mine = set()
+        self.done = mine
+        self.rows: List[Tuple[str, str, Unit, numpy.ndarray]] = []
+        self.current: Optional[str] = None
+        self.parts_written = 0
+
+    def _mine(self, name: str, files: Set[int]) -> bool:
+        match = _PART.match(name)
+        assert match is not None
+        suffix = f"-shard-{self.shard[0]}-of-{self.shard[1]}" if self.shard[1] > 1 else None
+        return int(match.group(1)) in files and match.group(3) == suffix
+
+    def chunk_key(self, unit: Unit) -> str:
+        return part_for(unit, self.chunk_lines, self.shard)
+
+    def accept(self, key: str, unit: Unit) -> bool:
+        return self.chunk_key(unit) not in self.done
+
+    def write(self, key: str, path: str, unit: Unit, array: numpy.ndarray) -> None:
+        self.current = self.chunk_key(unit)
+        self.rows.append((key, path, unit, array))
+
+    def end_chunk(self) -> None:
+        if not self.rows:
+            return
+        assert self.current is not None
+        self.rows.sort(key=lambda row: row[2].number)
+        self.store.write(self.current, rows_table(self.rows, self.layers))
+        self.done.add(self.current)
+        self.rows = []
+        self.parts_written += 1
+
+    def finish(self) -> str:
+        self.end_chunk()
+        return self.store.output
+
+    def close(self) -> None:
+        """Drop the rows of an unfinished part (an error stopped the run; finished parts stay)."""
+        self.rows = []
+
+
+def read_parts(output: str) -> Iterator[Tuple[str, numpy.ndarray]]:
+    """(key, float32 array) of every row of a Parquet output directory, part by part."""
+    pa = _pyarrow()
+    store = PartStore(output)
+    for name in sorted(store.names()):
+        where = f"{store.root}/{name}"
+        table = pa.parquet.read_table(store.fs.open(where, "rb") if store.fs is not None else where)
+        for key, array in zip(table.column("key").to_pylist(), column_arrays(table.column("elmo"))):
+            yield key, array
+
+
+def column_arrays(column) -> List[numpy.ndarray]:
+    """The float32 arrays of an `elmo` column (the inverse of `vectors_array`)."""
+    pa = _pyarrow()
+    column = column.combine_chunks() if isinstance(column, pa.ChunkedArray) else column
+    arrays: List[numpy.ndarray] = []
+    nested = pa.types.is_list(column.type.value_type)
+    width = (column.type.value_type.value_type if nested else column.type.value_type).list_size
+    for i in range(len(column)):
+        row = column[i].values
+        if nested:
+            n_layers = len(row)
+            flat = row.flatten().flatten().to_numpy(zero_copy_only=False)
+            arrays.append(flat.reshape(n_layers, -1, width))
+        else:
+            arrays.append(row.flatten().to_numpy(zero_copy_only=False).reshape(-1, width))
+    return [numpy.ascontiguousarray(a, dtype=numpy.float32) for a in arrays]
+
+
+__all__ = [
+    "ParquetSink", "PartStore", "part_for", "part_name", "read_parts", "rows_table", "vectors_array", "column_arrays",
+]

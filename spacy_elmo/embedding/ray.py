@@ -1,0 +1,402 @@
+"""`embed --engine ray`: the same units, biLM and outputs as the local engine, on Ray Data.
+
+The pipeline: one read task per input file (`from_items` of the files this
+run embeds, each read by `InputPlan.file_units`, `chunk_lines` units per
+block) -> `map_batches` with `BiLMWorker`, a callable class, on an actor
+pool of `workers` actors: each loads the biLM once and embeds a block as the
+local engine embeds a chunk (sorted by length, `batch_tokens` and
+`batch_size`) -> the driver, which receives the blocks in input order
+(`preserve_order`) and writes them through the local engine's sinks (HDF5
+or Parquet parts).
+
+A sentence's vectors do not depend on its batch, so the file written equals
+a local `embed` bit for bit (same machine kind and backend). Resume works as
+locally: units already in OUTPUT.partial, or parts already finished, are
+read but not embedded again.
+
+`embed_dataset` is the same embedding step for a Ray Dataset a user already
+has. Ray is optional: this module imports it when called, and says how to
+install it (`pip install "spacy-elmo[ray]"`) when it is missing.
+"""
+import functools
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, Callable, Dict, Iterator, List, Optional, Sequence, Set, Union
+
+import numpy
+
+from ..bilm.embedding import EMBED_BATCH_SENTENCES, EMBED_BATCH_TOKENS
+from .dump import (
+    InputsLike,
+    InputPlan,
+    LAYER_MODES,
+    Progress,
+    check_layers,
+    combine_layers,
+    finish_sink,
+    open_sink,
+    plan_inputs,
+)
+from .inputs import DumpError, Unit, make_tokenizer
+from .parquet import part_for
+
+if TYPE_CHECKING:
+    import ray.data
+
+RAY_MISSING = 'embedding on Ray needs Ray Data, which is not installed: pip install "spacy-elmo[ray]"'
+
+
+def require_ray():
+    """The `ray` module with Ray Data, or an ImportError saying how to install it."""
+    try:
+        import ray
+        import ray.data  # noqa: F401
+    except ImportError:
+        raise ImportError(RAY_MISSING) from None
+    return ray
+
+
+@dataclass
+class EmbedSettings:
+    """What every worker needs to build its biLM and embed as the local engine does (picklable)."""
+
+    weights: Optional[str] = None
+    layers: str = "all"
+    mix: Optional[List[float]] = None
+    batch_tokens: int = EMBED_BATCH_TOKENS
+    batch_size: int = EMBED_BATCH_SENTENCES
+    precision: str = "float32"
+    backend: str = "auto"
+    cache: int = 50000
+    threads: int = 1
+    gpu: bool = False
+
+
+class BiLMWorker:
+    """One biLM per Ray actor: `__call__` embeds a block of rows, adding `output_column`.
+
+    Rows whose `skip_column` is false pass through with an empty array (the
+    CLI's resume: their vectors are already written).
+    """
+
+    def __init__(self, settings: EmbedSettings, column: str = "tokens", output_column: str = "elmo",
+                 skip_column: Optional[str] = None) -> None:
+        import torch
+
+        from ..io import load_model
+        from ..resources import default_model_path
+
+        torch.set_num_threads(max(1, settings.threads))
+        self.settings = settings
+        self.column, self.output_column, self.skip_column = column, output_column, skip_column
+        model = load_model(settings.weights or default_model_path(), with_softmax=False).bilm
+        device = "cuda" if settings.gpu and torch.cuda.is_available() else "cpu"
+        self.model = model.to(device)
+        self.model.backend = settings.backend
+        if settings.cache:
+            self.model.enable_cache(settings.cache)
+
+    def __call__(self, batch) -> Any:
+        s = self.settings
+        check_layers(s.layers, s.mix, self.model.n_layers, self.model.width)  # here, a task error names it
+        tokens = batch.column(self.column).to_pylist()
+        todo = batch.column(self.skip_column).to_pylist() if self.skip_column else [True] * len(tokens)
+        positions = [i for i, wanted in enumerate(todo) if wanted]
+        empty = combine_layers(numpy.zeros((self.model.n_layers, 0, self.model.width), numpy.float32), s.layers, s.mix)
+        results: List[numpy.ndarray] = [empty] * len(tokens)
+        sentences = [[str(t) for t in tokens[i]] for i in positions]
+        for indices, arrays in self.model.embed_batches(sentences, s.batch_tokens, s.batch_size, s.precision):
+            for i, array in zip(indices, arrays):
+                results[positions[i]] = combine_layers(array, s.layers, s.mix)
+        if self.output_column in batch.column_names:
+            batch = batch.drop_columns([self.output_column])
+        return batch.append_column(self.output_column, tensor_column(results))
+
+
+def tensor_column(arrays: Sequence[numpy.ndarray]):
+    """Arrays of one dtype and rank as Ray's variable-shaped tensor column (always that type, so
+    every block of a dataset has the same schema, whatever its rows' lengths)."""
+    from ray.data.extensions import ArrowVariableShapedTensorArray
+
+    column = numpy.empty(len(arrays), dtype=object)
+    for i, array in enumerate(arrays):
+        column[i] = array
+    return ArrowVariableShapedTensorArray.from_numpy(column)
+
+
+def _embed_step(ds: "ray.data.Dataset", settings: EmbedSettings, workers: int, cpus_per_worker: int,
+                gpus_per_worker: float, rows_per_batch: int, column: str, output_column: str,
+                skip_column: Optional[str] = None) -> "ray.data.Dataset":
+    import ray.data
+
+    if workers < 1:
+        raise DumpError(f"--workers must be >= 1, got {workers}")
+    return ds.map_batches(
+        BiLMWorker,
+        fn_constructor_kwargs={"settings": settings, "column": column, "output_column": output_column,
+                               "skip_column": skip_column},
+        compute=ray.data.ActorPoolStrategy(size=workers),
+        batch_size=rows_per_batch,
+        batch_format="pyarrow",
+        num_cpus=cpus_per_worker,
+        num_gpus=gpus_per_worker,
+    )
+
+
+def _gpus(ray, gpus_per_worker: Optional[float]) -> float:
+    if gpus_per_worker is not None:
+        return gpus_per_worker
+    return 1.0 if ray.cluster_resources().get("GPU", 0) > 0 else 0.0
+
+
+def embed_dataset(
+    ds: "ray.data.Dataset",
+    weights: Optional[str] = None,
+    column: str = "tokens",
+    text_column: Optional[str] = None,
+    lang: Optional[str] = None,
+    pipeline: Optional[str] = None,
+    output_column: str = "elmo",
+    layers: str = "all",
+    mix: Optional[Sequence[float]] = None,
+    workers: int = 1,
+    cpus_per_worker: int = 1,
+    gpus_per_worker: Optional[float] = None,
+    rows_per_batch: int = 4096,
+    batch_tokens: int = EMBED_BATCH_TOKENS,
+    batch_size: int = EMBED_BATCH_SENTENCES,
+    precision: str = "float32",
+    backend: str = "auto",
+    cache: int = 50000,
+) -> "ray.data.Dataset":
+    """`ds` with `output_column` added: each row's vectors, (L+1, n_tokens, width) float32
+    (or (n_tokens, width) for `layers` top, average or mix).
+
+    column: a column of token lists; or text_column: a column of texts,
+    tokenized with `spacy.blank(lang)` or a pipeline's tokenizer (`pipeline`)
+    into `column` first. One biLM per actor of a pool of `workers`, with
+    `cpus_per_worker` torch threads and `gpus_per_worker` GPUs each (default:
+    1 where the cluster has GPUs). Lazy, as Ray Datasets are: nothing runs
+    until the result is consumed. The vectors equal `BiLM.embed`'s.
+    """
+    ray = require_ray()
+    if layers not in LAYER_MODES:
+        raise DumpError(f"unknown layer mode {layers!r}; choose from {LAYER_MODES}")
+    if text_column is not None:
+        if not (lang or pipeline):
+            raise DumpError("text_column needs a tokenizer: pass lang or pipeline")
+        ds = ds.map_batches(functools.partial(_tokenize_batch, text_column=text_column, column=column, lang=lang,
+                                              pipeline=pipeline), batch_format="pyarrow")
+    settings = EmbedSettings(weights, layers, list(mix) if mix is not None else None, batch_tokens, batch_size,
+                             precision, backend, cache, cpus_per_worker, False)
+    gpus = _gpus(ray, gpus_per_worker)
+    settings.gpu = gpus > 0
+    return _embed_step(ds, settings, workers, cpus_per_worker, gpus, rows_per_batch, column, output_column)
+
+
+def _tokenize_batch(batch, text_column: str, column: str, lang: Optional[str], pipeline: Optional[str]):
+    import pyarrow
+
+    tokenizer = make_tokenizer(lang, pipeline)
+    tokens = [tokenizer(text or "") for text in batch.column(text_column).to_pylist()]
+    if column in batch.column_names:
+        batch = batch.drop_columns([column])
+    return batch.append_column(column, pyarrow.array(tokens, type=pyarrow.list_(pyarrow.string())))
+
+
+# -- the command line's run ----------------------------------------------------------------------------
+
+
+@dataclass
+class _Skip:
+    """Which units a resumed run reads but does not embed (HDF5 keys) or leaves out (Parquet parts)."""
+
+    keys: Set[str] = field(default_factory=set)
+    parts: Set[str] = field(default_factory=set)
+    part_of: Optional[Callable[[Unit], str]] = None
+    keep_known: bool = True  # emit skipped HDF5 units anyway, for sentence_to_index
+
+
+def _read_file(batch: Dict[str, numpy.ndarray], plan: InputPlan, skip: _Skip,
+               chunk_lines: int) -> Iterator[Dict[str, list]]:
+    """The rows of the input files in `batch` (one), `chunk_lines` at a time."""
+    for i in batch["file"]:
+        rows: Dict[str, list] = {name: [] for name in _COLUMNS}
+        for key, unit in plan.file_units(int(i)):
+            if skip.part_of is not None and skip.part_of(unit) in skip.parts:
+                continue
+            todo = key not in skip.keys
+            if not (todo or skip.keep_known):
+                continue
+            for name, value in zip(_COLUMNS, (key, unit.file, unit.number, unit.doc, unit.start, unit.text,
+                                              unit.tokens, todo)):
+                rows[name].append(value)
+            if len(rows["key"]) >= chunk_lines:
+                yield rows
+                rows = {name: [] for name in _COLUMNS}
+        if rows["key"]:
+            yield rows
+
+
+_COLUMNS = ("key", "file", "number", "doc", "start", "text", "tokens", "todo")
+
+
+def connect(address: Optional[str], num_cpus: int) -> bool:
+    """Join the cluster at `address`, or start a local Ray instance with `num_cpus` CPUs; a
+    process already connected stays as it is. True when this call connected (so should shut down)."""
+    ray = require_ray()
+    if ray.is_initialized():
+        return False
+    if address:
+        ray.init(address=address)
+    else:
+        ray.init(num_cpus=num_cpus, include_dashboard=False)
+    return True
+
+
+def embed_files(
+    inputs: InputsLike,
+    output_path: Union[str, Path],
+    weights: Optional[str] = None,
+    input_format: Optional[str] = None,
+    lang: Optional[str] = None,
+    pipeline: Optional[str] = None,
+    output_format: str = "hdf5",
+    sentence_index: bool = True,
+    layers: str = "all",
+    mix: Optional[Sequence[float]] = None,
+    batch_size: int = EMBED_BATCH_SENTENCES,
+    batch_tokens: int = EMBED_BATCH_TOKENS,
+    chunk_lines: int = 4096,
+    resume: bool = False,
+    overwrite: bool = False,
+    workers: int = 1,
+    address: Optional[str] = None,
+    cpus_per_worker: int = 1,
+    gpus_per_worker: Optional[float] = None,
+    cache: int = 50000,
+    precision: str = "float32",
+    backend: str = "auto",
+    encoding_errors: str = "strict",
+    progress: bool = False,
+    on_progress: Progress = None,
+) -> Union[Path, str]:
+    """`embed_file` on Ray Data: the same input, settings and output file; see the module docstring.
+
+    Without `address` it starts a local Ray instance (`workers *
+    cpus_per_worker` CPUs) and shuts it down at the end; a process already
+    connected to Ray keeps its connection. `progress`: Ray Data's own
+    progress bars.
+    """
+    ray = require_ray()
+    if layers not in LAYER_MODES:
+        raise DumpError(f"unknown layer mode {layers!r}; choose from {LAYER_MODES}")
+    if workers < 1 or cpus_per_worker < 1:
+        raise DumpError(f"--workers and --cpus-per-worker must be >= 1, got {workers} and {cpus_per_worker}")
+    plan = plan_inputs(inputs, input_format, (0, 1), encoding_errors, lang, pipeline)
+    _check_model(weights, layers, mix)
+    sink = open_sink(output_path, output_format, plan, layers, chunk_lines, sentence_index, resume, overwrite)
+    skip = _Skip()
+    if output_format == "parquet":
+        part_of = functools.partial(part_for, chunk_lines=chunk_lines, shard=plan.unit_shard)
+        skip.parts, skip.part_of, skip.keep_known = set(sink.done), part_of, False
+    else:
+        skip.keys, skip.keep_known = set(sink.done), sentence_index
+    started = False
+    context = ray.data.DataContext.get_current()
+    saved = (context.execution_options.preserve_order, context.enable_progress_bars)
+    try:
+        started = connect(address, workers * cpus_per_worker)
+        context.execution_options.preserve_order = True
+        context.enable_progress_bars = progress
+        gpus = _gpus(ray, gpus_per_worker)
+        settings = EmbedSettings(weights, layers, list(mix) if mix is not None else None, batch_tokens, batch_size,
+                                 precision, backend, cache, cpus_per_worker, gpus > 0)
+        files = [{"file": i} for i in plan.mine]
+        if files:
+            ds = _from_items(ray, files)
+            ds = ds.map_batches(functools.partial(_read_file, plan=plan, skip=skip, chunk_lines=chunk_lines),
+                                batch_size=1, batch_format="numpy", num_cpus=0)
+            ds = _embed_step(ds, settings, workers, cpus_per_worker, gpus, chunk_lines, "tokens", "elmo", "todo")
+            _drain(ds, plan, sink, chunk_lines, on_progress)
+    except BaseException as err:
+        sink.close()
+        cause = _cause(err)
+        if cause is not None and cause is not err:
+            raise DumpError(str(cause)) from None
+        raise
+    finally:
+        context.execution_options.preserve_order, context.enable_progress_bars = saved
+        if started:
+            ray.shutdown()
+    return finish_sink(sink)
+
+
+def _check_model(weights: Optional[str], layers: str, mix: Optional[Sequence[float]]) -> None:
+    """Load the model once on the driver: a bad `weights` or mix fails here, with the local engine's
+    message, before Ray starts (and a download lands in this node's cache before the workers ask)."""
+    from ..io import WeightsError, load_model
+    from ..resources import default_model_path
+
+    try:
+        model = load_model(weights or default_model_path(), with_softmax=False).bilm
+    except WeightsError as err:
+        raise DumpError(str(err)) from None
+    check_layers(layers, mix, model.n_layers, model.width)
+    del model
+
+
+def _from_items(ray, items: List[dict]) -> "ray.data.Dataset":
+    try:
+        return ray.data.from_items(items, override_num_blocks=len(items))
+    except TypeError:  # Ray before 2.10 names it `parallelism`
+        return ray.data.from_items(items, parallelism=len(items))
+
+
+def _drain(ds: "ray.data.Dataset", plan: InputPlan, sink, chunk_lines: int, on_progress: Progress) -> None:
+    """Write the pipeline's rows, in input order, through `sink`, ending a chunk as the local engine does."""
+    written = 0
+    current = None
+    for batch in ds.iter_batches(batch_size=None, batch_format="numpy"):
+        n_tokens = n_units = 0
+        for row in range(len(batch["key"])):
+            key = str(batch["key"][row])
+            tokens = [str(t) for t in batch["tokens"][row]]
+            unit = Unit(int(batch["file"][row]), int(batch["number"][row]), tokens, str(batch["text"][row]),
+                        int(batch["doc"][row]), int(batch["start"][row]))
+            if not sink.accept(key, unit) or not batch["todo"][row]:
+                continue
+            chunk = sink.chunk_key(unit)
+            if written and chunk != current:
+                sink.end_chunk()
+                written = 0
+            current = chunk
+            sink.write(key, plan.files[unit.file], unit, numpy.asarray(batch["elmo"][row], dtype=numpy.float32))
+            written += 1
+            n_tokens += len(tokens)
+            n_units += 1
+            if written >= chunk_lines:
+                sink.end_chunk()
+                written = 0
+        if on_progress is not None and n_units:
+            on_progress(n_tokens, n_units)
+    if written:
+        sink.end_chunk()
+
+
+def _cause(err: BaseException) -> Optional[BaseException]:
+    """The DumpError (bad input or settings) behind a Ray task failure, if that is what it is."""
+    seen = set()
+    stack: List[Any] = [err]
+    while stack:
+        current = stack.pop()
+        if current is None or id(current) in seen:
+            continue
+        seen.add(id(current))
+        if isinstance(current, DumpError) and type(current) is DumpError:
+            return current
+        stack += [getattr(current, "cause", None), current.__cause__, current.__context__]
+    return None
+
+
+__all__ = ["embed_dataset", "embed_files", "BiLMWorker", "EmbedSettings", "connect", "require_ray", "RAY_MISSING"]
