@@ -7,7 +7,12 @@ lines longer than `max_length` tokens into consecutive segments, counts words
 for the vocabulary, and writes one segment per line (tokens separated by a
 space) to a gzip cache. Every epoch then streams that cache: nothing is ever
 loaded whole, and the cache is reused by later runs on the same inputs.
+
+A share of the corpus (`part` of `parts`, see `shards.py`) is every
+`parts`-th non-empty line (or DocBin sentence) of its files, starting at line
+`part`: each process of a sharded run tokenizes and caches only its shares.
 """
+import glob
 import gzip
 import hashlib
 import json
@@ -36,6 +41,12 @@ def _expand(paths: Union[PathLike, Sequence[PathLike]]) -> List[Path]:
         paths = [paths]
     files: List[Path] = []
     for p in paths:
+        if isinstance(p, str) and any(c in p for c in "*?[") and not Path(p).exists():
+            matched = sorted(Path(m) for m in glob.glob(p, recursive=True))
+            files.extend(m for m in matched if m.is_file())
+            if not matched:
+                raise FileNotFoundError(f"corpus pattern matches nothing: {p}")
+            continue
         p = Path(p)
         if p.is_dir():
             files.extend(sorted(f for f in p.rglob("*") if f.is_file() and _readable_suffix(f)))
@@ -48,27 +59,41 @@ def _expand(paths: Union[PathLike, Sequence[PathLike]]) -> List[Path]:
     return files
 
 
+def expand_paths(paths: Union[PathLike, Sequence[PathLike]]) -> List[Path]:
+    """The files a `[paths] train` setting names: files, directories (their text and DocBin
+    files, recursively, sorted) and glob patterns (sorted matches), in the order given."""
+    return _expand(paths)
+
+
 def _readable_suffix(path: Path) -> bool:
     name = path.name
     return name.endswith((".txt", ".txt.gz", ".spacy", ".gz"))
 
 
-def _tokenized_lines(files: Sequence[Path], lang: str, batch_size: int = 1000) -> Iterator[List[str]]:
-    """Token lists: one per text line, one per sentence (or doc) of DocBin files."""
+def _tokenized_lines(
+    files: Sequence[Path], lang: str, batch_size: int = 1000, part: int = 0, parts: int = 1
+) -> Iterator[List[str]]:
+    """Token lists: one per text line, one per sentence (or doc) of DocBin files; with
+    `parts` > 1 only every `parts`-th of them (per file), starting at `part`."""
     import spacy
     from spacy.tokens import DocBin
 
     nlp = spacy.blank(lang)
     for path in files:
         if path.suffix == ".spacy":
+            units = 0
             for doc in DocBin().from_disk(path).get_docs(nlp.vocab):
                 spans = doc.sents if doc.has_annotation("SENT_START") else [doc[:]]
                 for span in spans:
-                    yield [t.text for t in span if not t.is_space]
+                    if units % parts == part:
+                        yield [t.text for t in span if not t.is_space]
+                    units += 1
             continue
         with open_text(path) as handle:
             lines = (line.strip() for line in handle)
             lines = (line for line in lines if line)
+            if parts > 1:
+                lines = (line for i, line in enumerate(lines) if i % parts == part)
             tokenizer: Any = nlp.tokenizer  # a Tokenizer (spaCy types it as any callable)
             for doc in tokenizer.pipe(lines, batch_size=batch_size):
                 yield [t.text for t in doc if not t.is_space]
@@ -134,9 +159,14 @@ class TokenizedCorpus:
         max_segments: int = 0,
         progress: bool = True,
         on_tokenize: Optional[Callable[[int], None]] = None,
+        part: int = 0,
+        parts: int = 1,
     ) -> "TokenizedCorpus":
+        """Tokenize `paths` into the cache (once) and return it. With `parts` > 1, only the
+        share `part` of `parts` (see the module docstring), which may be empty; otherwise
+        a corpus without tokens is a ValueError."""
         files = _expand(paths)
-        key = _cache_key(files, lang, max_length, max_segments)
+        key = _cache_key(files, lang, max_length, max_segments, part, parts)
         cache_dir = Path(cache_dir) / key
         cache_file = cache_dir / "segments.txt.gz"
         counts_file = cache_dir / "counts.json.gz"
@@ -150,7 +180,7 @@ class TokenizedCorpus:
         bar = tqdm(desc=f"tokenizing {names}", unit=" tok", unit_scale=True, disable=not progress)
         try:
             with atomic_path(cache_file) as tmp, gzip.open(tmp, "wt", encoding="utf-8", compresslevel=3) as out:
-                for tokens in _tokenized_lines(files, lang):
+                for tokens in _tokenized_lines(files, lang, part=part, parts=parts):
                     # a token never holds a space (whitespace tokens were dropped),
                     # but other whitespace inside one must not split it on reading
                     tokens = [t.replace(" ", "\u00a0") for t in tokens]
@@ -164,7 +194,7 @@ class TokenizedCorpus:
                             break
                     if max_segments and n_segments >= max_segments:
                         break
-                if n_segments == 0:
+                if n_segments == 0 and parts == 1:
                     raise ValueError(f"no tokens found in {[str(f) for f in files]}")
         finally:
             bar.close()
@@ -178,18 +208,23 @@ class TokenizedCorpus:
             "tokens": n_tokens,
             "types": len(counts),
             "version": _CACHE_VERSION,
+            **({"part": part, "parts": parts} if parts > 1 else {}),
         }
         with atomic_path(info_file) as tmp:  # written last: the cache is complete
             tmp.write_text(json.dumps(info, indent=2))
         return cls(cache_file, counts_file, info)
 
 
-def _cache_key(files: Sequence[Path], lang: str, max_length: int, max_segments: int) -> str:
+def _cache_key(
+    files: Sequence[Path], lang: str, max_length: int, max_segments: int, part: int = 0, parts: int = 1
+) -> str:
     digest = hashlib.sha1()
     for f in files:
         stat = f.stat()
         digest.update(f"{f.resolve()}|{stat.st_size}|{stat.st_mtime_ns}".encode())
     digest.update(f"{lang}|{max_length}|{max_segments}|{_CACHE_VERSION}".encode())
+    if parts > 1:  # a whole corpus keeps the key it always had
+        digest.update(f"|part {part} of {parts}".encode())
     return digest.hexdigest()[:16]
 
 
@@ -203,4 +238,4 @@ def iter_segments(corpus: TokenizedCorpus, limit_tokens: int = 0) -> Iterable[Li
             return
 
 
-__all__ = ["TokenizedCorpus", "open_text", "split_long", "iter_segments", "text_segments"]
+__all__ = ["TokenizedCorpus", "expand_paths", "open_text", "split_long", "iter_segments", "text_segments"]

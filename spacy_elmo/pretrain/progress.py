@@ -11,10 +11,16 @@ class Progress:
 
     step: int = 0
     epoch: int = 0
-    batches_in_epoch: int = 0
+    batches_in_epoch: int = 0  # optimizer steps in this epoch
     tokens: int = 0
     elapsed: float = 0.0
     best: Optional[float] = None  # the best dev perplexity so far
+    # how the processes share the text: "none" (one batch sequence) or "files" (shares.py)
+    layout: str = "none"
+    # "none": batches of the epoch's one sequence taken so far, by all processes together
+    epoch_batches: int = 0
+    # "files": the shares, their deal and every share's position (ShardedCorpus.state)
+    shards: Optional[Dict[str, Any]] = None
 
     def to_dict(self) -> Dict[str, Any]:
         return asdict(self)

@@ -37,6 +37,10 @@ max_length = 64
 max_segments = 0
 # tokens of the dev file used for each evaluation (0: all)
 dev_max_tokens = 50000
+# how processes under torchrun share the training text: "files" (each reads and tokenizes
+# only its shares of the files), "none" (each streams the whole corpus, taking turns through
+# one batch sequence), "auto" ("files" under torchrun in sentences mode, else "none")
+shard = "auto"
 
 [vocab]
 # softmax vocabulary: the most frequent words (specials included)
@@ -92,6 +96,8 @@ checkpoint_every = 200
 threads = 0
 # float32, or bfloat16 / float16 autocast (CUDA; bfloat16 also on CPUs that compute it natively)
 precision = "float32"
+# micro-batches per optimizer step and process (gradient accumulation): a larger effective batch
+accumulate_steps = 1
 
 [training.distill]
 # a transformer teacher beside the LM losses: a Hugging Face encoder directory, or an installed
@@ -126,6 +132,7 @@ class CorpusSchema(BaseModel):
     max_length: int = Field(ge=1)
     max_segments: int = Field(ge=0)
     dev_max_tokens: int = Field(ge=0)
+    shard: Literal["auto", "files", "none"]
 
 
 class VocabSchema(BaseModel):
@@ -184,6 +191,7 @@ class TrainingSchema(BaseModel):
     checkpoint_every: int = Field(ge=1)
     threads: int = Field(ge=0)
     precision: Literal["float32", "bfloat16", "float16"]
+    accumulate_steps: int = Field(ge=1)
     distill: DistillSchema
 
 

@@ -16,6 +16,7 @@ Output directory:
     perplexity.png             training and dev curves
     config.cfg                 the resolved config of the run
 """
+import contextlib
 import json
 import math
 import platform
@@ -37,13 +38,14 @@ from ..io.native import NativeModel, save_native
 from .batching import sentence_batches, shuffled, skip, stream_batches
 from .building import build_language_model, build_optimizer, learning_rate, training_autocast
 from .checkpoint import CheckpointError, load_checkpoint, rng_state, save_checkpoint, set_rng_state
-from .corpus import TokenizedCorpus, iter_segments
+from .corpus import TokenizedCorpus, expand_paths, iter_segments
 from .distill import DistilledLM, DistillError, DistillTargets, Teacher, batch_sentences, build_distillation
 from .distributed import Dist, check_replicas, init_distributed, shutdown
 from .init_from import continue_from, start_model, start_provenance
 from .plot import plot_perplexity
 from .progress import Progress, StopFlag, Window
 from .settings import RunPaths, SettingsError, check_resume_config
+from .shards import ShardedCorpus, Share, plan_shares, shares_from_state
 from .word_table import WordTableError, load_word_table, read_table_info
 
 PathLike = Union[str, Path]
@@ -79,22 +81,69 @@ class Trainer:
         self.last_eval: Optional[Dict[str, float]] = None
 
     # -- data ---------------------------------------------------------------------
-    def prepare_data(self) -> None:
+    def layout(self, state: Optional[Dict[str, Any]]) -> str:
+        """How the processes share the text: the checkpoint's layout when resuming (a run
+        keeps the layout it started with), else [corpus] shard ("auto": "files" under
+        torchrun in sentences mode, else "none")."""
+        if state is not None:
+            return str(state["progress"].get("layout", "none"))
+        shard, mode = self.config["corpus"]["shard"], self.config["training"]["mode"]
+        if shard == "files" and mode == "stream":
+            raise SettingsError('[corpus] shard = "files" needs [training] mode = "sentences" '
+                                '(stream mode reads the corpus as one stream: use shard = "none")')
+        if shard == "auto":
+            return "files" if self.dist.enabled and mode == "sentences" else "none"
+        return str(shard)
+
+    def prepare_data(self, state: Optional[Dict[str, Any]] = None) -> None:
+        """The training text (tokenized once into the cache) and the dev segments.
+
+        Layout "none": the main process tokenizes the whole corpus, the others wait and read
+        its cache. Layout "files": every process tokenizes only its shares, in parallel
+        (`shards.py`), and the token and word counts are gathered from all of them."""
         corpus_cfg = self.config["corpus"]
         paths = self.config["paths"]
         if not paths["train"]:
             raise SettingsError("no training text: set [paths] train (or --paths.train FILE)")
         cache = Path(paths["cache"]) if paths["cache"] else self.paths.corpus_cache
         kwargs = dict(lang=corpus_cfg["lang"], max_length=corpus_cfg["max_length"], progress=self.progress)
-        # the main process tokenizes; the others wait and then read its cache
-        for turn in ("main", "others"):
-            if (turn == "main") == self.dist.is_main:
-                self.train_corpus = TokenizedCorpus.prepare(
-                    paths["train"], cache, max_segments=corpus_cfg["max_segments"], **kwargs
+        self.position.layout = self.layout(state)
+        self.sharded: Optional[ShardedCorpus] = None
+        if self.position.layout == "files":
+            files = expand_paths(paths["train"])
+            shards = state["progress"].get("shards") if state is not None else None
+            try:
+                world = self.dist.world_size
+                shares = shares_from_state(shards, files) if shards else plan_shares(len(files), world)
+            except (ValueError, KeyError, TypeError) as err:
+                raise CheckpointError(
+                    f"{self.paths.checkpoint}: its corpus shares do not fit this run: {err}"
+                ) from None
+
+            def prepare(path: Path, share: Share) -> TokenizedCorpus:
+                return TokenizedCorpus.prepare(
+                    [path], cache, max_segments=corpus_cfg["max_segments"], part=share.part, parts=share.parts,
+                    **kwargs,
                 )
-            self.dist.barrier()
+
+            self.sharded = ShardedCorpus(files, shares, prepare, self.dist)
+            if shards:
+                self.sharded.restore(shards)
+            # word counts for a fresh vocabulary and for init_from's unigram start
+            need_counts = state is None and not paths["vocab"]
+            need_counts = need_counts or (state is None and bool(paths.get("init_from")))
+            self.sharded.prepare_all(need_counts)
+            self.train_corpus: Union[TokenizedCorpus, ShardedCorpus] = self.sharded
+        else:
+            # the main process tokenizes; the others wait and then read its cache
+            for turn in ("main", "others"):
+                if (turn == "main") == self.dist.is_main:
+                    self.train_corpus = TokenizedCorpus.prepare(
+                        paths["train"], cache, max_segments=corpus_cfg["max_segments"], **kwargs
+                    )
+                self.dist.barrier()
         self.dev_segments = None
-        if paths["dev"]:
+        if paths["dev"] and (self.dist.is_main or self.sharded is None):
             dev = TokenizedCorpus.prepare(paths["dev"], cache, **kwargs)
             self.dev_segments = list(iter_segments(dev, corpus_cfg["dev_max_tokens"]))
 
@@ -106,16 +155,24 @@ class Trainer:
         return Vocabulary.from_counts(counts, self.config["vocab"]["max_size"], self.config["vocab"]["min_count"])
 
     def batches(self, epoch: int) -> Iterator[LMBatch]:
+        """The epoch's one batch sequence (layout "none"): it depends on (seed, epoch) alone."""
         training = self.config["training"]
         seed = self.seed * 1000 + epoch
+        corpus = self.train_corpus
+        assert isinstance(corpus, TokenizedCorpus)
         if training["mode"] == "stream":
             return stream_batches(
-                lambda: shuffled(self.train_corpus.segments(), seed),
+                lambda: shuffled(corpus.segments(), seed),
                 self.vocab,
                 training["batch_size"],
                 training["unroll_steps"],
             )
-        return sentence_batches(self.train_corpus.segments(), self.vocab, training["batch_tokens"], seed)
+        return sentence_batches(corpus.segments(), self.vocab, training["batch_tokens"], seed)
+
+    def share_batches(self, corpus: TokenizedCorpus, share: int, epoch: int) -> Iterator[LMBatch]:
+        """A share's batches in `epoch`: they depend on (seed, epoch, share) alone."""
+        seed = (self.seed * 1000 + epoch) * 1_000_003 + share
+        return sentence_batches(corpus.segments(), self.vocab, self.config["training"]["batch_tokens"], seed)
 
     # -- evaluation ---------------------------------------------------------------
     def evaluate(self) -> Optional[Dict[str, float]]:
@@ -131,8 +188,9 @@ class Trainer:
                 f"{self.paths.root} already holds a run (checkpoint.pt); pass --resume to continue it "
                 "or choose another output directory"
             )
-        self.prepare_data()
-        self._build(load_checkpoint(self.paths.checkpoint) if resume else None)
+        state = load_checkpoint(self.paths.checkpoint) if resume else None
+        self.prepare_data(state)
+        self._build(state)
         if self.dist.is_main:
             self.paths.config.write_text(self.config.to_str(), encoding="utf-8")
             self.vocab.to_file(self.paths.root / "vocab.txt")
@@ -263,9 +321,15 @@ class Trainer:
                     raise ValueError("it was written without [training.distill]; its map cannot be restored")
                 self.distilled.load_state_dict(state["distill"])
             self.optimizer.load_state_dict(state["optimizer"])
-            self.position.update(state["progress"])
+            saved = state["progress"]
+            self.position.update(saved)
+            if "epoch_batches" not in saved:  # written before the count: one batch per process and step
+                self.position.epoch_batches = self.position.batches_in_epoch * self.dist.world_size
             set_rng_state(state["rng"])
-            self.sampler.set_state(state["sampler"][rank] if rank < len(state["sampler"]) else state["sampler"][0])
+            if rank < len(state["sampler"]):
+                self.sampler.set_state(state["sampler"][rank])
+            else:  # more processes than the checkpoint had: a fresh generator, by rank and step
+                self.sampler.manual_seed(self.seed + 7919 * (rank + 1) + 104729 * self.position.step)
             carried = state.get("carried")
             if carried is not None:
                 self.carried = LSTMState(*(tuple(t.to(self.device) for t in part) for part in carried))
@@ -274,7 +338,7 @@ class Trainer:
 
     def _estimated_steps(self) -> int:
         training = self.config["training"]
-        per_step = max(1, training["batch_tokens"] * self.dist.world_size)
+        per_step = max(1, training["batch_tokens"] * self.dist.world_size * training["accumulate_steps"])
         return int(training["max_steps"]) or int(training["max_epochs"] * self.train_corpus.n_tokens / per_step)
 
     # -- the loop -----------------------------------------------------------------
@@ -284,25 +348,53 @@ class Trainer:
         training = self.config["training"]
         stopped_by: Optional[str] = None
         while self.position.epoch < training["max_epochs"] and stopped_by is None:
-            batches = skip(self.batches(self.position.epoch), self.position.batches_in_epoch * self.dist.world_size)
+            epoch = self.position.epoch
+            if self.sharded is not None:
+                shared: Iterator[Any] = self.sharded.batches(
+                    lambda corpus, share: self.share_batches(corpus, share, epoch)
+                )
+            else:
+                shared = skip(self.batches(epoch), self.position.epoch_batches)
             if training["mode"] != "stream":
                 self.carried = None
-            stopped_by = self._train_epoch(batches, stop)
+            stopped_by = self._train_epoch(shared, stop)
             if stopped_by is None:
                 self.position.epoch += 1
                 self.position.batches_in_epoch = 0
+                self.position.epoch_batches = 0
+                if self.sharded is not None:
+                    self.sharded.new_epoch()
         return stopped_by
 
-    def _train_epoch(self, batches: Iterator[LMBatch], stop: StopFlag) -> Optional[str]:
+    def _next_micro_batches(self, batches: Iterator[Any]) -> Optional[List[LMBatch]]:
+        """This process's micro-batches of the next step, or None at the end of the epoch
+        (on every process alike).
+
+        Layout "none": every process takes its own of each `world` consecutive batches of
+        the one sequence. Layout "files": its own next batches; the epoch ends for all when
+        any process has run out."""
+        world, n = self.dist.world_size, int(self.config["training"]["accumulate_steps"])
+        if self.sharded is None:
+            group = [next(batches, None) for _ in range(n * world)]
+            if any(b is None for b in group):
+                return None
+            self.position.epoch_batches += n * world
+            return [b for b in group[self.dist.rank :: world] if b is not None]
+        taken = [next(batches, None) for _ in range(n)]
+        if self.dist.any(any(t is None for t in taken)):
+            return None
+        for share, _ in (t for t in taken if t is not None):
+            self.sharded.took(share)
+        return [t[1] for t in taken if t is not None]
+
+    def _train_epoch(self, batches: Iterator[Any], stop: StopFlag) -> Optional[str]:
         training = self.config["training"]
         max_steps, max_seconds = int(training["max_steps"]), float(training["max_minutes"]) * 60.0
-        world = self.dist.world_size
         while True:
-            group = [next(batches, None) for _ in range(world)]  # every rank takes its own of `world` batches
-            batch = group[self.dist.rank]
-            if batch is None or any(b is None for b in group):
+            micro = self._next_micro_batches(batches)
+            if micro is None:
                 return None
-            self._step(batch)
+            self._step(micro)
             step = self.position.step
             fault_point("pretrain.step")  # tests inject kills and signals here (faults.py)
             done = (max_steps and step >= max_steps) or (
@@ -318,35 +410,61 @@ class Trainer:
             if step % training["checkpoint_every"] == 0:
                 self._write_checkpoint()
 
-    def _step(self, batch: LMBatch) -> None:
-        """One optimizer step on `batch`, and the position and window updated."""
+    def _step(self, micro: List[LMBatch]) -> None:
+        """One optimizer step on this process's micro-batches, and the position and window updated.
+
+        The step's loss is that of the micro-batches as one batch: each direction's summed
+        NLL over its target count in all of them, so each micro-batch's losses are divided
+        by the step's total counts (and its distillation loss weighted by its share of the
+        teacher's tokens), and their gradients add up to the one batch's. Under DDP the
+        gradients are synchronised with the last micro-batch's backward only (`no_sync`)."""
         training = self.config["training"]
         for group in self.optimizer.param_groups:
             group["lr"] = learning_rate(self.config, self.position.step)
         self.optimizer.zero_grad(set_to_none=True)
-        with self.autocast:
-            train_bilm = self.position.step >= training["softmax_warmup_steps"]  # else the softmax alone
-            distill_loss = None
-            if self.teacher is not None:
-                vectors, mask = self.teacher.token_vectors(batch_sentences(batch))
-                targets = DistillTargets(vectors, mask)
-                losses, counts, final, distill_loss = self.model(
-                    batch, targets, state=self.carried, generator=self.sampler, train_bilm=train_bilm
-                )
-            else:
-                losses, counts, final = self.model(
-                    batch, state=self.carried, generator=self.sampler, train_bilm=train_bilm
-                )
-            counts_f = counts.to(losses.device).clamp(min=1).to(losses.dtype)
-            loss = lm_loss = 0.5 * (losses / counts_f).sum()
-            if distill_loss is not None:
-                self.distill_window.append(float(distill_loss.item()))
-                loss = loss + training["distill"]["weight"] * distill_loss
+        train_bilm = self.position.step >= training["softmax_warmup_steps"]  # else the softmax alone
+        counts = torch.from_numpy(numpy.stack([(b.targets >= 0).reshape(2, -1).sum(1) for b in micro]).sum(0))
+        teacher_targets: List[Optional[DistillTargets]] = [None] * len(micro)
+        if self.teacher is not None:
+            teacher_targets = [DistillTargets(*self.teacher.token_vectors(batch_sentences(b))) for b in micro]
+        teacher_tokens = sum(int(t.mask.sum()) for t in teacher_targets if t is not None)
+        lm_loss: Any = 0.0
+        distill_total = 0.0
+        for i, (batch, targets) in enumerate(zip(micro, teacher_targets)):
+            last = i == len(micro) - 1
+            sync: ContextManager[Any] = contextlib.nullcontext()
+            if self.dist.enabled and not last:
+                sync = getattr(self.model, "no_sync")()  # DistributedDataParallel's
+            with sync:
+                with self.autocast:
+                    distill_loss = None
+                    if targets is not None:
+                        losses, _, final, distill_loss = self.model(
+                            batch, targets, state=self.carried, generator=self.sampler, train_bilm=train_bilm
+                        )
+                    else:
+                        losses, _, final = self.model(
+                            batch, state=self.carried, generator=self.sampler, train_bilm=train_bilm
+                        )
+                    counts_f = counts.to(losses.device).clamp(min=1).to(losses.dtype)
+                    loss = part_loss = 0.5 * (losses / counts_f).sum()
+                    if distill_loss is not None and targets is not None:
+                        if len(micro) > 1:  # its share of the step's teacher tokens
+                            distill_loss = distill_loss * (int(targets.mask.sum()) / max(1, teacher_tokens))
+                        distill_total += float(distill_loss.item())
+                        loss = loss + training["distill"]["weight"] * distill_loss
+                if self.scaler is not None:
+                    self.scaler.scale(loss).backward()
+                else:
+                    loss.backward()
+            lm_loss = part_loss.detach() if i == 0 else lm_loss + part_loss.detach()
+            if training["mode"] == "stream":
+                self.carried = final.detach()  # the next micro-batch continues these rows
+        loss = lm_loss
+        if self.teacher is not None:
+            self.distill_window.append(distill_total)
         if self.scaler is not None:
-            self.scaler.scale(loss).backward()
             self.scaler.unscale_(self.optimizer)
-        else:
-            loss.backward()
         if training["grad_clip"]:
             torch.nn.utils.clip_grad_norm_(self.lm.parameters(), training["grad_clip"])
         if self.scaler is not None:
@@ -354,14 +472,16 @@ class Trainer:
             self.scaler.update()
         else:
             self.optimizer.step()
-        if training["mode"] == "stream":
-            self.carried = final.detach()
-        if not math.isfinite(loss.item()):
+        if not math.isfinite(loss.item() + distill_total):
             raise FloatingPointError(
-                f"loss became {loss.item()} at step {self.position.step}; lower "
+                f"loss became {loss.item() + distill_total} at step {self.position.step}; lower "
                 "[training] learning_rate or set grad_clip"
             )
         n_tokens = int(counts[0]) * self.dist.world_size
+        if self.sharded is not None and self.dist.enabled:  # each process's batches differ
+            total = torch.tensor([float(counts[0])], device=self.device)
+            torch.distributed.all_reduce(total)
+            n_tokens = int(total.item())
         self.position.step += 1
         self.position.batches_in_epoch += 1
         self.position.tokens += n_tokens
@@ -411,6 +531,8 @@ class Trainer:
     def _snapshot(self) -> Dict[str, Any]:
         """Everything a resume needs; collective under DDP (every rank's sampler is gathered)."""
         self.position.elapsed = time.perf_counter() - self.started
+        if self.sharded is not None:
+            self.position.shards = self.sharded.state()
         samplers: List[Any] = [self.sampler.get_state()]
         if self.dist.enabled:
             samplers = [None] * self.dist.world_size
