@@ -180,6 +180,9 @@ class ShardedCorpus:
     def restore(self, state: Dict[str, Any]) -> None:
         """The checkpoint's positions; at another world size the unfinished shares are
         dealt round-robin (ascending) over this run's processes."""
+        n = len(self.shares)
+        if not all(len(state[key]) == n for key in ("taken", "done", "owner")):
+            raise ValueError(f"positions of {len(state['taken'])} shares for {n} shares")
         self.taken = [int(v) for v in state["taken"]]
         self.done = [int(v) for v in state["done"]]
         if int(state["world_size"]) == self.world_size:

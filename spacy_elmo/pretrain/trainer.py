@@ -128,7 +128,12 @@ class Trainer:
 
             self.sharded = ShardedCorpus(files, shares, prepare, self.dist)
             if shards:
-                self.sharded.restore(shards)
+                try:
+                    self.sharded.restore(shards)
+                except (ValueError, KeyError, TypeError, IndexError) as err:
+                    raise CheckpointError(
+                        f"{self.paths.checkpoint}: its corpus positions are not valid: {err!r}"
+                    ) from None
             # word counts for a fresh vocabulary and for init_from's unigram start
             need_counts = state is None and not paths["vocab"]
             need_counts = need_counts or (state is None and bool(paths.get("init_from")))
@@ -143,7 +148,7 @@ class Trainer:
                     )
                 self.dist.barrier()
         self.dev_segments = None
-        if paths["dev"] and (self.dist.is_main or self.sharded is None):
+        if paths["dev"] and self.dist.is_main:  # only the main process evaluates
             dev = TokenizedCorpus.prepare(paths["dev"], cache, **kwargs)
             self.dev_segments = list(iter_segments(dev, corpus_cfg["dev_max_tokens"]))
 
