@@ -101,8 +101,9 @@ def _share_targets(files, world, tmp_path):
 
 
 def test_two_processes_read_disjoint_shares_and_share_one_vocabulary(tiny_config_path, four_files, tmp_path):
-    reports = _run(2, tiny_config_path, _overrides(four_files, **{"training.max_steps": 2}), tmp_path / "run",
-                   tmp_path)
+    """Also accumulation under DDP: 2 micro-batches per step (no_sync on the first), replicas equal."""
+    extra = {"training.max_steps": 2, "training.accumulate_steps": 2}
+    reports = _run(2, tiny_config_path, _overrides(four_files, **extra), tmp_path / "run", tmp_path)
     assert reports[0]["opened"] == ["part0.txt", "part2.txt"]
     assert reports[1]["opened"] == ["part1.txt", "part3.txt"]
     assert reports[0]["vocab"] == reports[1]["vocab"] == _whole_vocab(four_files, tmp_path)
@@ -110,7 +111,7 @@ def test_two_processes_read_disjoint_shares_and_share_one_vocabulary(tiny_config
     assert reports[0]["checksums"][0] == reports[0]["checksums"][1]
     shards = load_checkpoint(tmp_path / "run" / "checkpoint.pt")["progress"]["shards"]
     assert shards["owner"] == [0, 1, 0, 1] and shards["world_size"] == 2
-    assert shards["taken"][0] + shards["taken"][2] == 2 and shards["taken"][1] + shards["taken"][3] == 2
+    assert shards["taken"][0] + shards["taken"][2] == 4 and shards["taken"][1] + shards["taken"][3] == 4
 
 
 def test_fewer_files_than_processes_split_by_lines(tiny_config_path, small_corpus, tmp_path):
