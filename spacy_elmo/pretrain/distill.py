@@ -72,7 +72,8 @@ class Teacher:
         if not -(n_layers + 1) <= layer <= n_layers:
             raise DistillError(f"[training.distill] teacher_layer = {layer}: the teacher has layers 0..{n_layers}")
         self.directory = directory
-        self.layer = layer
+        self.layer = layer % (n_layers + 1)
+        _drop_layers_above(self.model, self.layer)
         # never more than the teacher has positions for
         positions = getattr(self.model.config, "max_position_embeddings", None) or max_wordpieces
         self.max_wordpieces = min(max_wordpieces, int(positions))
@@ -111,6 +112,14 @@ class Teacher:
             offset += len(sentence)
         mask = counts > 0
         return sums / counts.clamp(min=1)[:, None], mask
+
+
+def _drop_layers_above(model: Any, layer: int) -> None:
+    """Run the teacher only up to the hidden state that is regressed: BERT-style encoders keep
+    their blocks in `encoder.layer`, and the blocks above `layer` cannot change it."""
+    blocks = getattr(getattr(model, "encoder", None), "layer", None)
+    if isinstance(blocks, nn.ModuleList) and layer < len(blocks):
+        model.encoder.layer = blocks[:layer]
 
 
 def batch_sentences(batch: LMBatch) -> List[List[str]]:
