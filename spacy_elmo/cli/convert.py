@@ -16,8 +16,10 @@ def convert_cli(
         False, "--float16", help="Native target: store the weights as float16 (half the size; loaded as float32)"
     ),
 ) -> None:
-    """Convert biLM weights: published options.json + weights.hdf5 <-> native, and an
-    ELMoForManyLangs model (config.json, char.dic, word.dic, *.pkl) -> native.
+    """Convert biLM weights: published <-> native, and ELMoForManyLangs -> native.
+
+    Published: options.json + weights.hdf5. ELMoForManyLangs: config.json,
+    char.dic, word.dic, token_embedder.pkl and encoder.pkl.
 
     Published output is readable by AllenNLP, bilm-tf and any tool that reads
     the published ELMo files; the softmax (not part of that format) is dropped.
