@@ -118,8 +118,9 @@ def _drop_layers_above(model: Any, layer: int) -> None:
     """Run the teacher only up to the hidden state that is regressed: BERT-style encoders keep
     their blocks in `encoder.layer`, and the blocks above `layer` cannot change it."""
     blocks = getattr(getattr(model, "encoder", None), "layer", None)
-    if isinstance(blocks, nn.ModuleList) and layer < len(blocks):
-        model.encoder.layer = blocks[:layer]
+    keep = max(layer, 1)  # with no block at all, an encoder returns no hidden states
+    if isinstance(blocks, nn.ModuleList) and keep < len(blocks):
+        model.encoder.layer = blocks[:keep]
 
 
 def batch_sentences(batch: LMBatch) -> List[List[str]]:

@@ -66,14 +66,15 @@ def test_teacher_averages_each_tokens_wordpieces(teacher_dir):
 def test_a_lower_teacher_layer_runs_only_the_blocks_below_it(teacher_dir):
     from transformers import AutoModel
 
-    teacher = Teacher(teacher_dir, layer=1)
-    assert len(teacher.model.encoder.layer) == 1
-    vectors, _ = teacher.token_vectors([SENTENCES[1]])  # one wordpiece per token: the states themselves
     full = AutoModel.from_pretrained(str(teacher_dir)).eval()
-    encoded = teacher.tokenizer([SENTENCES[1]], is_split_into_words=True, return_tensors="pt")
-    with torch.no_grad():
-        hidden = full(**encoded, output_hidden_states=True).hidden_states[1][0, 1:-1]
-    torch.testing.assert_close(vectors, hidden, rtol=1e-5, atol=1e-6)
+    for layer in (0, 1):  # the embeddings, the first block's output
+        teacher = Teacher(teacher_dir, layer=layer)
+        assert len(teacher.model.encoder.layer) == max(layer, 1)
+        vectors, _ = teacher.token_vectors([SENTENCES[1]])  # one wordpiece per token: the states themselves
+        encoded = teacher.tokenizer([SENTENCES[1]], is_split_into_words=True, return_tensors="pt")
+        with torch.no_grad():
+            hidden = full(**encoded, output_hidden_states=True).hidden_states[layer][0, 1:-1]
+        torch.testing.assert_close(vectors, hidden, rtol=1e-5, atol=1e-6)
 
 
 def test_wordpieces_beyond_the_limit_are_masked(teacher_dir):
