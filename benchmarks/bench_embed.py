@@ -60,6 +60,8 @@ def main() -> None:
     parser.add_argument("--original-sentences", type=int, default=500)
     parser.add_argument("--compare-sentences", type=int, default=6000, help="EWT sentences per compare run")
     parser.add_argument("--baseline", default=None, help="compare: git revision (default: merge-base with main)")
+    parser.add_argument("--compare-model", default="small",
+                        help="compare: small (random weights, published small shapes) or embedded (the package's biLM)")
     parser.add_argument("--rounds", type=int, default=3, help="compare: alternating rounds")
     parser.add_argument("--gpu-batch-tokens", type=int, default=32768)
     parser.add_argument("--threads", type=int, default=int(os.environ.get("BENCH_THREADS", "0")))

@@ -2,7 +2,8 @@
 
 Child processes alternate between this checkout and a git worktree of the
 baseline (default: the commit this branch left main from), each a fresh
-process embedding the same EWT sentences with the small shapes, token cache
+process embedding the same EWT sentences with the small shapes (or, with
+`--compare-model embedded`, the package's own biLM), token cache
 on, HDF5 written (`memory_child.py`), so that both see the same machine state
 within seconds of each other. Reports tokens/s and peak RSS per round, the
 medians and their ratios.
@@ -16,6 +17,7 @@ from typing import Any, Dict, List
 from common import ROOT, baseline_tree, ewt_sentences, merge_base, remove_tree, run_child, table, write_sentences
 
 CHILD = Path(__file__).resolve().parent / "memory_child.py"
+MODELS = {"small": "small shapes (random weights)", "embedded": "the embedded English biLM"}
 
 
 def run(args) -> str:
@@ -33,7 +35,8 @@ def run(args) -> str:
                 pair = [("baseline", baseline), ("this code", ROOT)]
                 for name, tree in pair if r % 2 == 0 else pair[::-1]:
                     out = work / f"out-{name.replace(' ', '-')}.hdf5"
-                    command = [sys.executable, str(CHILD), str(text), str(out), "--threads", str(args.threads)]
+                    command = [sys.executable, str(CHILD), str(text), str(out), "--threads", str(args.threads),
+                               "--model", args.compare_model]
                     results[name].append(run_child(tree, command))
                 old, new = results["baseline"][-1], results["this code"][-1]
                 rows.append([str(r + 1), f"{old['tokens_per_s']:,.0f}", f"{new['tokens_per_s']:,.0f}",
@@ -52,7 +55,8 @@ def run(args) -> str:
     header = ["round", f"baseline {revision} tokens/s", "this code tokens/s", "speed ratio",
               "baseline peak RSS (MiB)", "this code peak RSS (MiB)"]
     return (
-        f"### `embed`, this code against {revision}: small shapes, {len(sentences):,} EWT sentences "
+        f"### `embed`, this code against {revision}: {MODELS.get(args.compare_model, args.compare_model)}, "
+        f"{len(sentences):,} EWT sentences "
         f"({n_tokens:,} tokens), token cache on, HDF5 written, {args.rounds} alternating rounds\n\n"
         + table(rows, header) + "\n"
     )

@@ -1,7 +1,7 @@
 """`embed` of a text file in a fresh process set up as the command sets it up; prints the peak
 resident memory as the input is consumed (the `memory` and `compare` sections run it).
 
-    python benchmarks/embed_sections/memory_child.py IN.txt OUT.hdf5 [--backend NAME] [--threads N]
+    python benchmarks/embed_sections/memory_child.py IN.txt OUT.hdf5 [--backend NAME] [--threads N] [--model M]
 
 It imports `spacy_elmo` from PYTHONPATH, so it measures whichever checkout that names.
 """
@@ -24,13 +24,20 @@ def main() -> None:
     parser.add_argument("out")
     parser.add_argument("--backend", default=None, help="a backend setting (code without backends: omit)")
     parser.add_argument("--threads", type=int, default=0, help="torch threads (0: torch's default)")
+    parser.add_argument("--model", default="small", help="small: random weights of the published small shapes; "
+                        "embedded: the package's own English biLM; or a model directory")
     args = parser.parse_args()
     if args.threads:
         import torch
 
         torch.set_num_threads(args.threads)
     prefer_huge_pages()  # as `spacy-elmo embed` does
-    model = random_model("small")
+    if args.model == "embedded" or Path(args.model).is_dir():
+        from spacy_elmo.io import load_bilm
+
+        model = load_bilm(None if args.model == "embedded" else args.model)
+    else:
+        model = random_model(args.model)
     if args.backend:
         model.backend = args.backend
     model.enable_cache(50_000)
