@@ -13,6 +13,7 @@ width). `tests/layers/test_segments.py` asserts the same comparison.
 import argparse
 import sys
 from pathlib import Path
+from typing import List, Optional, Union
 
 import numpy
 import spacy
@@ -29,7 +30,8 @@ def layers(weights, words, max_length: int, stride: int) -> numpy.ndarray:
     nlp = spacy.blank("en")
     model = {"@architectures": "spacy-elmo.ElmoBiLM.v1", "max_length": max_length, "stride": stride}
     nlp.add_pipe("elmo", config={"weights": weights, "model": model})
-    doc = Doc(nlp.vocab, words=words, sent_starts=[True] + [False] * (len(words) - 1))
+    starts: List[Optional[Union[bool, int]]] = [True] + [False] * (len(words) - 1)
+    doc = Doc(nlp.vocab, words=words, sent_starts=starts)
     return nlp(doc)._.elmo
 
 
