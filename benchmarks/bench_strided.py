@@ -30,7 +30,8 @@ def layers(weights, words, max_length: int, stride: int) -> numpy.ndarray:
     nlp = spacy.blank("en")
     model = {"@architectures": "spacy-elmo.ElmoBiLM.v1", "max_length": max_length, "stride": stride}
     nlp.add_pipe("elmo", config={"weights": weights, "model": model})
-    starts: List[Optional[Union[bool, int]]] = [True] + [False] * (len(words) - 1)
+    starts: List[Optional[Union[bool, int]]] = [True]
+    starts += [False] * (len(words) - 1)
     doc = Doc(nlp.vocab, words=words, sent_starts=starts)
     return nlp(doc)._.elmo
 
