@@ -16,7 +16,7 @@ end-of-word slot with the id of `<bow>` (`create_one_batch`); its models were
 trained that way, so `swap_word_ends` reproduces it.
 """
 import json
-from dataclasses import dataclass, field
+from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any, Dict, Iterable, List, Optional, Sequence, Union
 
@@ -81,15 +81,7 @@ class WordTableVocabulary:
         return self.key(token) in self._index
 
     def to_dict(self) -> Dict[str, Any]:
-        return {
-            "words": self.words,
-            "specials": self.specials,
-            "bos": self.bos,
-            "eos": self.eos,
-            "unknown": self.unknown,
-            "lowercase": self.lowercase,
-            "truncate_chars": self.truncate_chars,
-        }
+        return asdict(self)
 
     @classmethod
     def from_dict(cls, data: Dict[str, Any]) -> "WordTableVocabulary":
@@ -127,16 +119,7 @@ class CharDictionary:
         return self._index[name]
 
     def to_dict(self) -> Dict[str, Any]:
-        return {
-            "chars": self.chars,
-            "bow": self.bow,
-            "eow": self.eow,
-            "bos": self.bos,
-            "eos": self.eos,
-            "unknown": self.unknown,
-            "pad": self.pad,
-            "swap_word_ends": self.swap_word_ends,
-        }
+        return asdict(self)
 
     @classmethod
     def from_dict(cls, data: Dict[str, Any]) -> "CharDictionary":
