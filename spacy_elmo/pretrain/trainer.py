@@ -454,8 +454,8 @@ class Trainer:
                     counts_f = counts.to(losses.device).clamp(min=1).to(losses.dtype)
                     loss = part_loss = 0.5 * (losses / counts_f).sum()
                     if distill_loss is not None and targets is not None:
-                        if len(micro) > 1:  # its share of the step's teacher tokens
-                            distill_loss = distill_loss * (int(targets.mask.sum()) / max(1, teacher_tokens))
+                        # its share of the step's teacher tokens (exactly 1.0 for a single micro-batch)
+                        distill_loss = distill_loss * (int(targets.mask.sum()) / max(1, teacher_tokens))
                         distill_total += float(distill_loss.item())
                         loss = loss + training["distill"]["weight"] * distill_loss
                 if self.scaler is not None:
