@@ -62,7 +62,7 @@ def read_senses(path: Path = SENSES) -> List[Tuple[str, str, List[str]]]:
 
 def read_upos(path: Path, limit: int = 0) -> Tuple[List[List[str]], List[List[str]]]:
     """Words and UPOS tags of each sentence of a CoNLL-U file (syntactic words)."""
-    from spacy_elmo.corpora import conllu_rows
+    from spacy_elmo.gold_data import conllu_rows
 
     sentences = conllu_rows(path, limit)
     return [[row[1] for row in rows] for rows in sentences], [[row[3] for row in rows] for rows in sentences]
@@ -70,7 +70,7 @@ def read_upos(path: Path, limit: int = 0) -> Tuple[List[List[str]], List[List[st
 
 def heldout_segments(path: Path = HELDOUT, max_length: int = 64) -> List[List[str]]:
     """The held-out text tokenized and cut as pretraining (and `spacy_elmo perplexity`) does."""
-    from spacy_elmo.pretrain.corpus import text_segments
+    from spacy_elmo.pretrain.text_corpus import text_segments
 
     return text_segments(path, "en", max_length)
 

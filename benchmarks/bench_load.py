@@ -40,7 +40,7 @@ OPTIONS = {
 CHILD = """
 import json, sys, time
 import spacy
-from spacy_elmo.corpora import conllu_words
+from spacy_elmo.gold_data import conllu_words
 threads, n_texts, path = json.loads(sys.argv[1]), int(sys.argv[2]), sys.argv[3]
 try:
     texts = [" ".join(words) for words in conllu_words(path, limit=n_texts + 20)]

@@ -22,7 +22,7 @@ from thinc.api import Config
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from common import DATA, ROOT, machine, table  # noqa: E402
 
-from spacy_elmo.corpora import ud_docs  # noqa: E402
+from spacy_elmo.gold_data import ud_docs  # noqa: E402
 
 
 def build(config_path: Path, weights, train_docs):

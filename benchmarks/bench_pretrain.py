@@ -53,7 +53,7 @@ def _training_setup(config_path: str, segments: int, cache: str, batch_tokens: i
     from spacy_elmo.bilm.vocab import Vocabulary
     from spacy_elmo.pretrain import load_config
     from spacy_elmo.pretrain.batching import sentence_batches
-    from spacy_elmo.pretrain.corpus import TokenizedCorpus
+    from spacy_elmo.pretrain.text_corpus import TokenizedCorpus
     try:
         from spacy_elmo.pretrain.building import build_language_model, build_optimizer
     except ImportError:  # a baseline revision from before pretrain/building.py

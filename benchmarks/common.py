@@ -21,7 +21,7 @@ EWT_TRAIN = DATA / "ud_en_ewt" / "en_ewt-ud-train.conllu.gz"
 
 def ewt_sentences(limit: int = 0, path: Path = EWT_TRAIN) -> List[List[str]]:
     """Token lists of EWT sentences (syntactic words, as CoNLL-U gives them)."""
-    from spacy_elmo.corpora import conllu_words
+    from spacy_elmo.gold_data import conllu_words
 
     if not path.exists():
         raise SystemExit(f"needs {path} (set SPACY_ELMO_DATA)")

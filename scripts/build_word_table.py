@@ -37,7 +37,7 @@ from wasabi import msg
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-from spacy_elmo.pretrain.corpus import open_text  # noqa: E402
+from spacy_elmo.pretrain.text_corpus import open_text  # noqa: E402
 from spacy_elmo.pretrain.word_table import (  # noqa: E402
     VECTORS_FILE, select_rows, write_word2vec_text, write_word_table,
 )

@@ -62,7 +62,7 @@ def allennlp_bilm(allennlp_dir):
 @pytest.fixture(scope="session")
 def ewt_sentences(ewt_dir):
     """The first 300 training sentences of EWT as token lists."""
-    from spacy_elmo.corpora import conllu_words
+    from spacy_elmo.gold_data import conllu_words
 
     return conllu_words(ewt_dir / "en_ewt-ud-train.conllu.gz", limit=300)
 

@@ -18,7 +18,7 @@ def corpus_cli(
     dev_fraction: float = typer.Option(0.1, "--dev-fraction", help="Share of docs for --dev-output (the last ones)"),
 ) -> None:
     """Convert an evaluation corpus to a spaCy DocBin, sentences grouped n to a doc."""
-    from ..corpora import CorpusError, ud_docs, uner_docs, write_docbin
+    from ..gold_data import CorpusError, ud_docs, uner_docs, write_docbin
 
     if kind not in ("ud", "ner"):
         fail(f"KIND must be 'ud' or 'ner', got {kind!r}")

@@ -23,7 +23,7 @@ def perplexity_cli(
 ) -> None:
     """Forward, backward and mean perplexity of MODEL_PATH on TEXT_PATH."""
     from ..io.errors import WeightsError
-    from ..pretrain.corpus import text_segments
+    from ..pretrain.text_corpus import text_segments
 
     loaded = load_weights_or_fail(model_path, with_softmax=True)
     try:

@@ -10,7 +10,7 @@ by (one HDF5 dataset, one Parquet row):
   spaCy tokenizer: `spacy.blank(lang)` or a loaded pipeline's `make_doc`);
   blank lines are not units, so a unit's number stays its line number;
 * CoNLL-U (`.conllu`, `.conllu.gz`): one unit per sentence, its syntactic
-  words (read by `spacy_elmo.corpora`'s CoNLL-U reader);
+  words (read by `spacy_elmo.gold_data`'s CoNLL-U reader);
 * `.spacy` (a DocBin): one unit per sentence of each doc where the doc has
   sentence boundaries, else one unit per doc; spaCy's own tokens, every one
   of them, so a unit's vectors line up with `doc[start:end]`.
@@ -287,7 +287,7 @@ def _read_bytes(path: str) -> bytes:
 
 
 def _conllu_units(path: str, file: int) -> Iterator[Unit]:
-    from ..corpora import CorpusError, conllu_rows_of_text, decode_corpus
+    from ..gold_data import CorpusError, conllu_rows_of_text, decode_corpus
 
     try:
         sentences = conllu_rows_of_text(decode_corpus(_read_bytes(path), path))

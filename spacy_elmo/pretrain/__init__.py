@@ -1,5 +1,5 @@
 """biLM pretraining: corpus streaming, vocabulary, batching, the loop, checkpoints."""
-from .corpus import TokenizedCorpus
+from .text_corpus import TokenizedCorpus
 from .settings import DEFAULT_CONFIG, SettingsError, load_config
 from .building import build_language_model
 from .trainer import Interrupted, Trainer, pretrain

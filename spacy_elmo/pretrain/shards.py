@@ -31,7 +31,7 @@ import torch.distributed as dist
 
 from ..bilm.language_model import LMBatch
 from .batching import skip
-from .corpus import TokenizedCorpus
+from .text_corpus import TokenizedCorpus
 from .distributed import Dist
 
 

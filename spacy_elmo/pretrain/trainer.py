@@ -38,7 +38,7 @@ from ..io.native import NativeModel, save_native
 from .batching import sentence_batches, shuffled, skip, stream_batches
 from .building import build_language_model, build_optimizer, learning_rate, training_autocast
 from .checkpoint import CheckpointError, load_checkpoint, rng_state, save_checkpoint, set_rng_state
-from .corpus import TokenizedCorpus, expand_paths, iter_segments
+from .text_corpus import TokenizedCorpus, expand_paths, iter_segments
 from .distill import DistilledLM, DistillError, DistillTargets, Teacher, batch_sentences, build_distillation
 from .distributed import Dist, check_replicas, init_distributed, shutdown
 from .init_from import continue_from, start_model, start_provenance

@@ -12,7 +12,7 @@ from spacy.tokens import Doc
 from spacy.training import Example
 from thinc.api import Adam, Config, fix_random_seed
 
-from spacy_elmo.corpora import ud_docs, uner_docs, write_docbin
+from spacy_elmo.gold_data import ud_docs, uner_docs, write_docbin
 from spacy_elmo.layers import mix_weights
 
 CONFIGS = Path(__file__).resolve().parents[2] / "configs"

@@ -4,7 +4,7 @@ import shutil
 
 import pytest
 
-from spacy_elmo.corpora import CorpusError, find_input, ud_docs, uner_docs
+from spacy_elmo.gold_data import CorpusError, find_input, ud_docs, uner_docs
 
 
 @pytest.mark.parametrize("name, reader", [("en_ewt-ud-dev.conllu", ud_docs), ("en_ewt-ud-dev.iob2", uner_docs)])
