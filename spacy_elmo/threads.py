@@ -1,47 +1,79 @@
-"""How many CPU threads the `elmo` component predicts with: degrade gracefully on shared cores.
+"""How many CPU threads the `elmo` component predicts with: torch's, unless told otherwise.
 
-PyTorch's thread pool (OpenMP) runs each parallel region on all its threads
-and waits for the slowest. When another process keeps a core busy, the
-thread on that core gets a time slice now and then, and every one of the
-LSTM's small per-step regions waits for it: on 2 cores with one other
-CPU-bound process, 2 threads ran 40-70x slower than 1 (benchmarks/bench_load.py).
-The wait policy (OMP_WAIT_POLICY=PASSIVE, GOMP_SPINCOUNT) is read once when
-OpenMP starts, before any component exists, so at run time the one lever is
-the number of threads. The component's `threads` setting:
+The component's `threads` setting:
 
-* "auto" (the default): the cores other processes leave free, at most
-  torch's own setting (`torch.get_num_threads()`). The CPU time of the whole
-  machine (/proc/stat) minus this process's own is sampled between calls,
-  over windows of at least `WINDOW_SECONDS`; a call uses
+* 0 (the default): torch's own setting (`torch.get_num_threads()`, which
+  `torch.set_num_threads`, OMP_NUM_THREADS and spaCy's own thread handling
+  decide), as every other PyTorch model in the process uses.
+* N >= 1: N threads while the component predicts.
+* "load-aware": the cores other processes leave free, at most torch's own
+  setting. For a machine whose cores other CPU-bound processes share:
+  PyTorch's thread pool (OpenMP) runs each parallel region on all its
+  threads and waits for the slowest, so when another process keeps a core
+  busy, every one of the LSTM's small per-step regions waits for the thread
+  on that core (benchmarks/bench_load.py measures it). The CPU time of the
+  whole machine (/proc/stat) minus this process's own is sampled between
+  calls, over windows of at least `WINDOW_SECONDS`; a call uses
   floor(free cores + 0.25) threads (at least 1), so a core more than a
   quarter busy with other work is left alone. The first window runs on one
-  thread. Where /proc/stat does not exist: torch's own setting.
-* 0: torch's own setting, whatever the load.
-* N >= 1: N threads.
+  thread; where /proc/stat does not exist, torch's own setting. /proc/stat
+  counts the whole machine: inside a container it is the host's load, so
+  this mode is for machines (or VMs) whose load is the process's to see.
+* "auto": a deprecated spelling of "load-aware" (its name until the
+  default became torch's setting; pipelines saved with the old default
+  carry it in their config). It behaves as "load-aware" and warns once.
 
-The count applies only while the component predicts; torch's setting is
-restored afterwards, so nothing else in the process is affected. Each call
-changes it at most twice (a few microseconds).
+The wait policy (OMP_WAIT_POLICY=PASSIVE, GOMP_SPINCOUNT) is read once when
+OpenMP starts, before any component exists, so at run time the one lever is
+the number of threads. A count applies only while the component predicts;
+torch's setting is restored afterwards, so nothing else in the process is
+affected.
 """
 import os
 import time
+import warnings
 from contextlib import contextmanager
-from typing import Iterator, Optional, Tuple, Union
+from typing import Iterator, Optional, Set, Tuple, Union
 
 import torch
 
 ThreadsSetting = Union[int, str]
 
+TORCH = 0  # the setting that means torch's own thread count
+LOAD_AWARE = "load-aware"
+DEPRECATED_ALIASES = {"auto": LOAD_AWARE}
 WINDOW_SECONDS = 0.5
 # free cores needed per thread beyond the first: a core a quarter busy is left alone
 BUSY_MARGIN = 0.25
 
 
 def check_threads(setting: ThreadsSetting) -> ThreadsSetting:
-    """The setting, or a ValueError saying what is allowed."""
-    if setting == "auto" or (isinstance(setting, int) and not isinstance(setting, bool) and setting >= 0):
+    """The setting in its current spelling ("auto" becomes "load-aware", with a warning), or a
+    ValueError saying what is allowed."""
+    if isinstance(setting, str) and setting in DEPRECATED_ALIASES:
+        _warn_deprecated(setting)
+        return DEPRECATED_ALIASES[setting]
+    if setting == LOAD_AWARE or (isinstance(setting, int) and not isinstance(setting, bool) and setting >= 0):
         return setting
-    raise ValueError(f"threads must be \"auto\", 0 (torch's own setting) or a number of threads >= 1, got {setting!r}")
+    raise ValueError(
+        f"threads must be 0 (torch's own setting), a number of threads >= 1 or \"{LOAD_AWARE}\", got {setting!r}"
+    )
+
+
+_WARNED: Set[str] = set()
+
+
+def _warn_deprecated(setting: str) -> None:
+    if setting in _WARNED:
+        return
+    _WARNED.add(setting)
+    warnings.warn(
+        f"elmo: threads = \"{setting}\" is deprecated: it means \"{LOAD_AWARE}\" (threads from the load that "
+        "/proc/stat shows, which inside a container is the host's). Set threads = \"load-aware\" to keep it, "
+        "or threads = 0 (the default) for torch's own setting.",
+        FutureWarning,
+        stacklevel=3,
+    )
 
 
 def _machine_busy_seconds() -> Optional[float]:
@@ -99,16 +131,29 @@ class FreeCores:
         return self.free
 
 
-_MONITOR = FreeCores()
+_MONITOR: Optional[FreeCores] = None  # created on the first load-aware call
 
 
-def threads_for_call(setting: ThreadsSetting, monitor: FreeCores = _MONITOR) -> int:
-    """The number of threads a prediction should use now."""
+def _monitor() -> FreeCores:
+    global _MONITOR
+    if _MONITOR is None:
+        _MONITOR = FreeCores()
+    return _MONITOR
+
+
+def threads_for_call(setting: ThreadsSetting, monitor: Optional[FreeCores] = None) -> int:
+    """The number of threads a prediction should use now.
+
+    monitor: where "load-aware" reads the free cores (default: one per process).
+    """
+    if isinstance(setting, str):
+        setting = DEPRECATED_ALIASES.get(setting, setting)  # a cfg saved with the old spelling
     ceiling = torch.get_num_threads()
-    if setting == 0:
+    if setting == TORCH:
         return ceiling
-    if setting != "auto":
+    if setting != LOAD_AWARE:
         return int(setting)
+    monitor = monitor if monitor is not None else _monitor()
     if not monitor.available:
         return ceiling
     free = monitor.sample()
@@ -132,4 +177,4 @@ def cpu_threads(setting: ThreadsSetting) -> Iterator[int]:
         torch.set_num_threads(previous)
 
 
-__all__ = ["cpu_threads", "threads_for_call", "check_threads", "FreeCores", "ThreadsSetting"]
+__all__ = ["cpu_threads", "threads_for_call", "check_threads", "FreeCores", "ThreadsSetting", "TORCH", "LOAD_AWARE"]

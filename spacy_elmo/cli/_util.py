@@ -1,27 +1,33 @@
 """Shared command-line helpers."""
 import os
 from pathlib import Path
-from typing import Optional, Union
+from typing import TYPE_CHECKING, NoReturn, Optional, Union
 
 import typer
 from wasabi import msg
 
 from ..io.errors import WeightsError
 
+if TYPE_CHECKING:
+    from ..io.native import NativeModel
 
-def fail(message: str, code: int = 1) -> None:
+
+def fail(message: str, code: int = 1) -> NoReturn:
     """Print a clear error (no traceback) and exit non-zero."""
     msg.fail(message)
     raise typer.Exit(code)
 
 
-def load_weights_or_fail(path: Optional[Union[str, Path]], with_softmax: bool = False):
-    """The model `path` names (a directory, archive, URL or catalogue name; None: the embedded one), or exit."""
-    from ..io import load_model
-    from ..resources import default_model_path
+def load_weights_or_fail(path: Optional[Union[str, Path]], with_softmax: bool = False) -> "NativeModel":
+    """The model `path` names (a directory, archive, URL or catalogue name; None: the embedded one), or exit.
+
+    Read through the loader that `path` picks (`spacy_elmo.layers.loaders.read_weights`), the same
+    resolution the component's `weights` setting goes through.
+    """
+    from ..layers.loaders import read_weights
 
     try:
-        return load_model(path if path is not None else default_model_path(), with_softmax=with_softmax)
+        return read_weights(path, with_softmax=with_softmax)
     except WeightsError as err:
         fail(str(err))
 

@@ -9,6 +9,7 @@ from wasabi import msg
 
 from ..bilm.backends import BackendError
 from ..bilm.embedding import EMBED_BATCH_SENTENCES, EMBED_BATCH_TOKENS
+from .. import defaults
 from ._util import fail, load_weights_or_fail, pick_device
 
 
@@ -59,9 +60,11 @@ def embed_cli(
     gpus_per_worker: Optional[float] = typer.Option(
         None, "--gpus-per-worker", help="--engine ray: GPUs per worker (default: 1 where the cluster has GPUs)"
     ),
-    cache: int = typer.Option(50000, "--cache", help="Token-encoder cache size (0: off)"),
+    cache: int = typer.Option(defaults.TOKEN_CACHE_SIZE, "--cache", help="Token-encoder cache size (0: off)"),
     precision: str = typer.Option("float32", "--precision", help="float32, or bfloat16/float16 autocast"),
-    backend: str = typer.Option("auto", "--backend", help="auto, reference, mkl, onednn or onednn+kernel (see `info`)"),
+    backend: str = typer.Option(
+        defaults.BACKEND, "--backend", help="auto, reference, mkl, onednn or onednn+kernel (see `info`)"
+    ),
     encoding_errors: str = typer.Option(
         "strict", "--encoding-errors",
         help="strict: stop at the first line that is not UTF-8; replace: read bad bytes as U+FFFD",

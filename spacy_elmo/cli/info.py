@@ -3,7 +3,7 @@ import dataclasses
 import os
 import platform
 from pathlib import Path
-from typing import Optional
+from typing import Any, Dict, Optional
 
 import srsly
 import torch
@@ -78,7 +78,7 @@ def info_cli(
     bilm = loaded.bilm
     config = bilm.config
     n_params = sum(p.numel() for p in bilm.parameters())
-    info = {
+    info: Dict[str, Any] = {
         "path": str(model_path) if model_path else "(embedded English model)",
         "layers": config.n_output_layers,
         "width": config.width,

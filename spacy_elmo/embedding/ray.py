@@ -25,6 +25,7 @@ from typing import TYPE_CHECKING, Any, Callable, Dict, Iterator, List, Optional,
 
 import numpy
 
+from .. import defaults
 from ..bilm.embedding import EMBED_BATCH_SENTENCES, EMBED_BATCH_TOKENS
 from .dump import (
     InputsLike,
@@ -66,8 +67,8 @@ class EmbedSettings:
     batch_tokens: int = EMBED_BATCH_TOKENS
     batch_size: int = EMBED_BATCH_SENTENCES
     precision: str = "float32"
-    backend: str = "auto"
-    cache: int = 50000
+    backend: str = defaults.BACKEND
+    cache: int = defaults.TOKEN_CACHE_SIZE
     threads: int = 1
     gpu: bool = False
 
@@ -83,13 +84,12 @@ class BiLMWorker:
                  skip_column: Optional[str] = None) -> None:
         import torch
 
-        from ..io import load_model
-        from ..resources import default_model_path
+        from ..layers.loaders import read_weights
 
         torch.set_num_threads(max(1, settings.threads))
         self.settings = settings
         self.column, self.output_column, self.skip_column = column, output_column, skip_column
-        model = load_model(settings.weights or default_model_path(), with_softmax=False).bilm
+        model = read_weights(settings.weights or None).bilm
         device = "cuda" if settings.gpu and torch.cuda.is_available() else "cpu"
         self.model = model.to(device)
         self.model.backend = settings.backend
@@ -166,8 +166,8 @@ def embed_dataset(
     batch_tokens: int = EMBED_BATCH_TOKENS,
     batch_size: int = EMBED_BATCH_SENTENCES,
     precision: str = "float32",
-    backend: str = "auto",
-    cache: int = 50000,
+    backend: str = defaults.BACKEND,
+    cache: int = defaults.TOKEN_CACHE_SIZE,
 ) -> "ray.data.Dataset":
     """`ds` with `output_column` added: each row's vectors, (L+1, n_tokens, width) float32
     (or (n_tokens, width) for `layers` top, average or mix).
@@ -274,9 +274,9 @@ def embed_files(
     address: Optional[str] = None,
     cpus_per_worker: int = 1,
     gpus_per_worker: Optional[float] = None,
-    cache: int = 50000,
+    cache: int = defaults.TOKEN_CACHE_SIZE,
     precision: str = "float32",
-    backend: str = "auto",
+    backend: str = defaults.BACKEND,
     encoding_errors: str = "strict",
     progress: bool = False,
     on_progress: Progress = None,
@@ -335,11 +335,11 @@ def embed_files(
 def _check_model(weights: Optional[str], layers: str, mix: Optional[Sequence[float]]) -> None:
     """Load the model once on the driver: a bad `weights` or mix fails here, with the local engine's
     message, before Ray starts (and a download lands in this node's cache before the workers ask)."""
-    from ..io import WeightsError, load_model
-    from ..resources import default_model_path
+    from ..io import WeightsError
+    from ..layers.loaders import read_weights
 
     try:
-        model = load_model(weights or default_model_path(), with_softmax=False).bilm
+        model = read_weights(weights or None).bilm
     except WeightsError as err:
         raise DumpError(str(err)) from None
     check_layers(layers, mix, model.n_layers, model.width)

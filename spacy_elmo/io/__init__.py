@@ -2,7 +2,8 @@
 ELMoForManyLangs' layout.
 
 `load_bilm(path)` is the one function users need: PATH is a directory in
-any of these layouts.
+any of these layouts (or an archive, URL or catalogue name); `load_model`
+also gives the softmax and vocabulary where the model has them.
 """
 from pathlib import Path
 from typing import List, Optional, Union
@@ -10,7 +11,16 @@ from typing import List, Optional, Union
 from ..bilm.model import BiLM
 from .errors import WeightsError
 from .manylangs import is_manylangs, load_manylangs
-from .native import NativeModel, is_native, load_native, read_meta, save_native
+from .native import (
+    NativeModel,
+    is_native,
+    is_native_bytes,
+    load_native,
+    load_native_bytes,
+    read_meta,
+    save_native,
+    save_native_bytes,
+)
 from .published import export_published, load_published, read_options
 from .sources import CACHE_ENV, cache_dir, resolve_source
 
@@ -39,10 +49,19 @@ def _pick(directory: Path, names: List[str], pattern: str, what: str) -> Path:
     raise WeightsError(f"{directory}: several candidates for the {what}: {[p.name for p in found]}")
 
 
-def load_model(path: PathLike, with_softmax: bool = True) -> NativeModel:
-    """Load a directory in any supported layout (published and ELMoForManyLangs weights have no softmax)."""
-    path = resolve_source(path)  # an archive, URL or catalogue name becomes a cached directory
-    path = Path(path)
+def load_model(path: Optional[PathLike] = None, with_softmax: bool = True) -> NativeModel:
+    """The model `path` names, in any supported layout; None: the package's embedded English model.
+
+    `path`: a directory, an archive, a URL or a catalogue name (`resolve_source`).
+    Published and ELMoForManyLangs weights have no softmax. The registered
+    loaders (`spacy_elmo.layers.loaders`) read through this and the format
+    readers; the component and the commands get their weights through those.
+    """
+    if path is None:
+        from ..resources import default_model_path  # resources imports io: not at module level
+
+        path = default_model_path()
+    path = Path(resolve_source(path))  # an archive, URL or catalogue name becomes a cached directory
     if not path.exists():
         raise WeightsError(f"{path}: no such directory")
     if not path.is_dir():
@@ -59,11 +78,7 @@ def load_model(path: PathLike, with_softmax: bool = True) -> NativeModel:
 
 
 def load_bilm(path: Optional[PathLike] = None) -> BiLM:
-    """The biLM of a weight directory; with no path, the package's embedded English model."""
-    if path is None:
-        from ..resources import default_model_path
-
-        path = default_model_path()
+    """The biLM (without a softmax) of the model `path` names; with no path, the embedded English model."""
     return load_model(path, with_softmax=False).bilm
 
 
@@ -74,6 +89,9 @@ __all__ = [
     "load_model",
     "load_native",
     "save_native",
+    "load_native_bytes",
+    "save_native_bytes",
+    "is_native_bytes",
     "read_meta",
     "load_published",
     "export_published",

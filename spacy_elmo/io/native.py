@@ -8,11 +8,28 @@
 
 Files are written to a temporary name and renamed, so a crash never leaves a
 half-written model behind under the real name.
+
+The same files also travel as one blob of bytes (`save_native_bytes`,
+`load_native_bytes`), which is how a spaCy pipeline serializes its biLM:
+
+    MAGIC                  b"spacy-elmo native\n"
+    sha256                 32 bytes: the digest of everything after it
+    header length          8 bytes, little-endian
+    header                 JSON: {"format", "format_version", "files": [[name, size], ...]}
+    file contents          the files of the header, in its order, back to back
+
+The files are those `save_native` writes (elmo.json with its own checksums
+included), so the blob and the directory are one format with one version;
+a blob whose bytes changed or were cut short fails its digest and is a
+`WeightsError` before anything in it is parsed.
 """
+import hashlib
 import json
+import struct
+import tempfile
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Dict, Optional, Union
+from typing import Any, Callable, Dict, List, Optional, Tuple, Union
 
 import torch
 
@@ -36,6 +53,11 @@ BILM_FILE = "bilm.safetensors"
 VOCAB_FILE = "vocab.txt"
 SOFTMAX_FILE = "softmax.safetensors"
 WORD_TABLE_TENSOR = "token_encoder.word_table"
+BYTES_MAGIC = b"spacy-elmo native\n"
+_DIGEST_SIZE = 32
+_LENGTH = struct.Struct("<Q")
+# every file a native model may hold: the only names a blob may carry
+FILES = (META_FILE, BILM_FILE, VOCAB_FILE, VOCABULARIES_FILE, SOFTMAX_FILE)
 
 PathLike = Union[str, Path]
 
@@ -70,6 +92,20 @@ def save_native(
     read back into float32; the layers of the embedded model then move by up to
     3e-3, so it ships in float32). `table_dtype` stores the word table's
     pretrained rows in another precision (default: `storage_dtype`)."""
+    return _write_native(Path(directory), bilm, vocab, head, metadata, storage_dtype, table_dtype, _atomic)
+
+
+def _write_native(
+    directory: Path,
+    bilm: BiLM,
+    vocab: Optional[Vocabulary],
+    head: Optional[SoftmaxHead],
+    metadata: Optional[Dict[str, Any]],
+    storage_dtype: str,
+    table_dtype: Optional[str],
+    commit: Callable[[Path, Callable[[Path], Any]], None],
+) -> Path:
+    """The native files in `directory`, each written through `commit(path, writer)`, elmo.json last."""
     from safetensors.torch import save_file
 
     for name in (storage_dtype, table_dtype or storage_dtype):
@@ -78,31 +114,27 @@ def save_native(
     dtype = STORAGE_DTYPES[storage_dtype]
     overrides = {WORD_TABLE_TENSOR: STORAGE_DTYPES[table_dtype]} if table_dtype else {}
 
-    directory = Path(directory)
     directory.mkdir(parents=True, exist_ok=True)
     if head is not None and vocab is None:
         raise ValueError("a softmax needs its vocabulary")
     vocab = vocab if vocab is not None else bilm.input_vocab
-    _atomic(directory / BILM_FILE, lambda p: save_file(_contiguous(bilm.state_dict(), dtype, overrides), str(p)))
+    commit(directory / BILM_FILE, lambda p: save_file(_contiguous(bilm.state_dict(), dtype, overrides), str(p)))
     if vocab is not None:
-        _atomic(directory / VOCAB_FILE, lambda p: vocab.to_file(p))
+        commit(directory / VOCAB_FILE, lambda p: vocab.to_file(p))
     token_vocab = bilm.word_table_vocab is not None or bilm.char_dictionary is not None
     if token_vocab:
-        _atomic(
+        commit(
             directory / VOCABULARIES_FILE,
             lambda p: save_token_vocabularies(p, bilm.word_table_vocab, bilm.char_dictionary),
         )
     else:
         (directory / VOCABULARIES_FILE).unlink(missing_ok=True)
     if head is not None:
-        _atomic(directory / SOFTMAX_FILE, lambda p: save_file(_contiguous(head.state_dict(), dtype), str(p)))
+        commit(directory / SOFTMAX_FILE, lambda p: save_file(_contiguous(head.state_dict(), dtype), str(p)))
     else:
         (directory / SOFTMAX_FILE).unlink(missing_ok=True)
-    checksums = {
-        name: sha256_file(directory / name)
-        for name in (BILM_FILE, SOFTMAX_FILE, VOCABULARIES_FILE)
-        if (directory / name).exists()
-    }
+    listed = [BILM_FILE, SOFTMAX_FILE, VOCABULARIES_FILE] + ([VOCAB_FILE] if vocab is not None else [])
+    checksums = {name: sha256_file(directory / name) for name in listed if (directory / name).exists()}
     meta = {
         "format": FORMAT_NAME,
         "format_version": FORMAT_VERSION,
@@ -114,8 +146,112 @@ def save_native(
         "sha256": checksums,
         "metadata": metadata or {},
     }
-    _atomic(directory / META_FILE, lambda p: p.write_text(json.dumps(meta, indent=2) + "\n", encoding="utf-8"))
+    commit(directory / META_FILE, lambda p: p.write_text(json.dumps(meta, indent=2) + "\n", encoding="utf-8"))
     return directory
+
+
+def save_native_bytes(
+    bilm: BiLM,
+    vocab: Optional[Vocabulary] = None,
+    head: Optional[SoftmaxHead] = None,
+    metadata: Optional[Dict[str, Any]] = None,
+    storage_dtype: str = "float32",
+    table_dtype: Optional[str] = None,
+) -> bytes:
+    """The model as one blob of bytes: the files `save_native` writes, packed (see the module docstring).
+
+    They are written by the same code as a directory's (into a temporary
+    one, as spacy-transformers serializes its models), so the two forms
+    cannot drift apart.
+    """
+    with tempfile.TemporaryDirectory(prefix="spacy-elmo-") as tmp:
+        directory = _write_native(Path(tmp), bilm, vocab, head, metadata, storage_dtype, table_dtype, _direct)
+        meta = json.loads((directory / META_FILE).read_text(encoding="utf-8"))
+        files = [(name, (directory / name).read_bytes()) for name in _listed_files(meta)]
+    header = {
+        "format": FORMAT_NAME,
+        "format_version": FORMAT_VERSION,
+        "files": [[name, len(content)] for name, content in files],
+    }
+    encoded = json.dumps(header).encode("utf-8")
+    body = b"".join([_LENGTH.pack(len(encoded)), encoded] + [content for _, content in files])
+    return BYTES_MAGIC + hashlib.sha256(body).digest() + body
+
+
+def is_native_bytes(data: bytes) -> bool:
+    """Whether `data` starts as a blob of `save_native_bytes` does (its integrity is checked on load)."""
+    return bytes(data[: len(BYTES_MAGIC)]) == BYTES_MAGIC
+
+
+def load_native_bytes(data: bytes, with_softmax: bool = True, source: str = "serialized biLM") -> NativeModel:
+    """The model a blob of `save_native_bytes` holds; `source` names it in errors.
+
+    A blob that is not one, was cut short, or whose bytes changed is a
+    `WeightsError` (checked against its digest before anything is parsed),
+    as is one written by a newer format version.
+    """
+    files = _unpack(data, source)
+    with tempfile.TemporaryDirectory(prefix="spacy-elmo-") as tmp:
+        for name, content in files:
+            (Path(tmp) / name).write_bytes(content)
+        try:
+            return load_native(tmp, with_softmax=with_softmax)
+        except WeightsError as err:
+            raise WeightsError(str(err).replace(tmp, source)) from None
+
+
+def _unpack(data: bytes, source: str) -> List[Tuple[str, bytes]]:
+    """(name, content) of each file in a blob, after its digest, header and names are checked."""
+    view = memoryview(data)
+    start = len(BYTES_MAGIC) + _DIGEST_SIZE
+    if not is_native_bytes(data):
+        raise WeightsError(f"{source}: not a {FORMAT_NAME} native model (the bytes do not start with its marker)")
+    if len(view) < start + _LENGTH.size:
+        raise WeightsError(f"{source}: truncated ({len(view)} bytes, shorter than the format's header)")
+    digest, body = bytes(view[len(BYTES_MAGIC) : start]), view[start:]
+    if hashlib.sha256(body).digest() != digest:
+        raise WeightsError(
+            f"{source}: checksum mismatch: the bytes are truncated or corrupted (their sha256 differs from "
+            "the one recorded when they were written)"
+        )
+    (length,) = _LENGTH.unpack(body[: _LENGTH.size])
+    try:
+        header = json.loads(bytes(body[_LENGTH.size : _LENGTH.size + length]).decode("utf-8"))
+        entries = [(str(name), int(size)) for name, size in header["files"]]
+    except (ValueError, KeyError, TypeError) as err:
+        raise WeightsError(f"{source}: unreadable header ({err})") from None
+    _check_version(header, source)
+    offset = _LENGTH.size + length
+    files = []
+    for name, size in entries:
+        if name not in FILES or size < 0:
+            raise WeightsError(f"{source}: unexpected file {name!r} in the header (a native model holds {FILES})")
+        files.append((name, bytes(body[offset : offset + size])))
+        offset += size
+    if offset != len(body) or META_FILE not in dict(files):
+        raise WeightsError(f"{source}: the header does not describe the bytes that follow it")
+    return files
+
+
+def _listed_files(meta: Dict[str, Any]) -> List[str]:
+    """The files of a model whose elmo.json is `meta`, in the order a blob stores them."""
+    listed = [META_FILE, BILM_FILE]
+    if meta.get("vocab"):
+        listed.append(VOCAB_FILE)
+    if meta.get("token_vocab"):
+        listed.append(VOCABULARIES_FILE)
+    if meta.get("softmax"):
+        listed.append(SOFTMAX_FILE)
+    return listed
+
+
+def _check_version(meta: Dict[str, Any], source: Union[str, Path]) -> None:
+    version = meta.get("format_version")
+    if not isinstance(version, int) or version > FORMAT_VERSION or version < 1:
+        raise WeightsError(
+            f"{source}: format_version {version!r} is not supported by this spacy-elmo (it reads versions "
+            f"1..{FORMAT_VERSION}); upgrade spacy-elmo to load this model"
+        )
 
 
 def read_meta(directory: PathLike) -> Dict[str, Any]:
@@ -128,12 +264,7 @@ def read_meta(directory: PathLike) -> Dict[str, Any]:
         raise WeightsError(f"{path}: not valid JSON ({err})") from None
     if not isinstance(meta, dict) or meta.get("format") != FORMAT_NAME:
         raise WeightsError(f"{path}: not a {FORMAT_NAME} model file (missing \"format\": \"{FORMAT_NAME}\")")
-    version = meta.get("format_version")
-    if not isinstance(version, int) or version > FORMAT_VERSION or version < 1:
-        raise WeightsError(
-            f"{path}: format_version {version!r} is not supported by this spacy-elmo (it reads versions "
-            f"1..{FORMAT_VERSION}); upgrade spacy-elmo to load this model"
-        )
+    _check_version(meta, path)
     for key in ("bilm",):
         if key not in meta:
             raise WeightsError(f"{path}: missing key '{key}'")
@@ -152,6 +283,7 @@ def load_native(directory: PathLike, with_softmax: bool = True) -> NativeModel:
         vocab_path = directory / VOCAB_FILE
         if not vocab_path.is_file():
             raise WeightsError(f"{vocab_path}: missing (listed in {META_FILE})")
+        _verify(vocab_path, (meta.get("sha256") or {}).get(VOCAB_FILE))
         try:
             vocab = Vocabulary.from_file(vocab_path)
         except (OSError, ValueError) as err:
@@ -246,9 +378,24 @@ def _contiguous(
     return {k: v.detach().cpu().to(stored(k, v)).contiguous() for k, v in state.items()}
 
 
-def _atomic(path: Path, write) -> None:
+def _atomic(path: Path, write: Callable[[Path], Any]) -> None:
     with atomic_path(path) as tmp:
         write(tmp)
 
 
-__all__ = ["NativeModel", "save_native", "load_native", "read_meta", "is_native", "FORMAT_VERSION"]
+def _direct(path: Path, write: Callable[[Path], Any]) -> None:
+    """Write in place: for a temporary directory that nobody reads before it is complete."""
+    write(path)
+
+
+__all__ = [
+    "NativeModel",
+    "save_native",
+    "load_native",
+    "save_native_bytes",
+    "load_native_bytes",
+    "is_native_bytes",
+    "read_meta",
+    "is_native",
+    "FORMAT_VERSION",
+]

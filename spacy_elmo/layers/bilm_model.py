@@ -6,10 +6,13 @@ The architecture builds the shapes; weights come from elsewhere:
 
 * `bilm` sizes given in the config: a biLM of those sizes with random
   weights, to be filled by a loader at `initialize` (or fine-tuned);
-* no sizes: the model is empty until a loader fills it at `initialize`
-  (`[initialize.components.elmo]`, see `loaders.py`), or, on first use, the
-  weights directory the component names, else the package's embedded
+* no sizes: the model is empty until a loader fills it (`loaders.py`): the
+  one named under `[initialize.components.elmo]`, else the one the
+  component's `weights` setting picks (the component runs it before its
+  first prediction; `initialize` runs it too), else the package's embedded
   English model. A pipeline loaded from disk carries its own copy.
+
+The forward reads no file: a model that holds no biLM raises `ElmoNotReady`.
 
 Frozen (the default, as in the paper) means predict only: no autograd, and
 during training a doc's layers are computed once and reused in later epochs
@@ -31,8 +34,10 @@ from ..bilm import backends
 from ..bilm.config import BiLMConfig
 from ..bilm.model import BiLM, length_sorted_batches
 from ..bilm.weights_key import weights_key
-from .doc_cache import DEFAULT_MAX_BYTES, DocCache
-from .segments import DEFAULT_STRIDE, SEGMENTATIONS, Segment, check_stride, doc_segments, segments_key
+from .. import defaults
+from .doc_cache import DocCache
+from .loaders import LOADER_ATTR, ensure_weights
+from .segments import SEGMENTATIONS, Segment, check_stride, doc_segments, segments_key
 from .shim import ElmoShim
 
 InT = List[Any]  # List[Doc]; spaCy's Doc is not needed here
@@ -41,23 +46,23 @@ _FINETUNE_BATCH_SENTENCES = 256
 
 
 class ElmoNotReady(ValueError):
-    """The biLM cannot produce meaningful layers yet (random weights, frozen)."""
+    """The biLM cannot produce meaningful layers yet (no weights loaded, or random ones frozen)."""
 
 
-@registry.architectures("spacy-elmo.ElmoBiLM.v1")
+@registry.architectures(defaults.ARCHITECTURE)
 def ElmoBiLM(
     bilm: Optional[Dict[str, Any]] = None,
-    max_window: int = 64,
-    max_length: int = 256,
-    segmentation: str = "auto",
-    skip_whitespace: bool = True,
-    batch_tokens: int = 4096,
-    token_cache_size: int = 50_000,
-    doc_cache_bytes: int = DEFAULT_MAX_BYTES,
-    mixed_precision: bool = False,
-    backend: str = "auto",
-    seed: int = 0,
-    stride: int = DEFAULT_STRIDE,
+    max_window: int = defaults.MAX_WINDOW,
+    max_length: int = defaults.MAX_LENGTH,
+    segmentation: str = defaults.SEGMENTATION,
+    skip_whitespace: bool = defaults.SKIP_WHITESPACE,
+    batch_tokens: int = defaults.BATCH_TOKENS,
+    token_cache_size: int = defaults.TOKEN_CACHE_SIZE,
+    doc_cache_bytes: int = defaults.DOC_CACHE_BYTES,
+    mixed_precision: bool = defaults.MIXED_PRECISION,
+    backend: str = defaults.BACKEND,
+    seed: int = defaults.SEED,
+    stride: int = defaults.STRIDE,
 ) -> Model[InT, OutT]:
     """The biLM over Docs; see the module docstring.
 
@@ -128,7 +133,7 @@ def ElmoBiLM(
             "mixed_precision": mixed_precision,
             "backend": backend,
             "frozen": True,
-            "weights": None,  # set by the component: a directory, or None for the embedded model
+            LOADER_ATTR: None,  # set by the component from its `weights`; None: the embedded model
             "fresh": fresh is not None,
         },
     )
@@ -136,6 +141,8 @@ def ElmoBiLM(
 
 
 def init(model: Model[InT, OutT], X: Optional[InT] = None, Y=None) -> Model[InT, OutT]:
+    """At `initialize`: fill the model through its loader unless it holds a biLM already."""
+    ensure_weights(model)
     get_bilm(model)
     return model
 
@@ -158,7 +165,7 @@ def set_bilm(model: Model, bilm: BiLM) -> None:
 
 
 def drop_bilm(model: Model) -> None:
-    """Empty the model (e.g. a biLM of random weights that a weights directory replaces on first use)."""
+    """Empty the model (e.g. a biLM of random weights that the component's weights replace)."""
     _shim(model)._model = None
     model.attrs["fresh"] = False
     for name in ("nO", "nL"):
@@ -166,15 +173,14 @@ def drop_bilm(model: Model) -> None:
 
 
 def get_bilm(model: Model) -> BiLM:
-    """The torch BiLM, loading it on first use (the component's weights, else the embedded model)."""
-    shim = _shim(model)
-    bilm = shim.bilm
+    """The torch BiLM the model holds, set up with the model's settings; ElmoNotReady if it holds none."""
+    bilm = _shim(model).bilm
     if bilm is None:
-        from ..io import load_bilm
-
-        shim.set_bilm(load_bilm(model.attrs.get("weights")))
-        bilm = shim.bilm
-        assert bilm is not None
+        raise ElmoNotReady(
+            f"'{model.name}': no biLM weights are loaded. The elmo component loads its own before its first "
+            "prediction and at nlp.initialize(); a biLM model used on its own needs a loader first "
+            "(spacy_elmo.layers.loaders: e.g. resolve_loader(weights)(model), or model.initialize())."
+        )
     if model.maybe_get_dim("nO") != bilm.width or model.maybe_get_dim("nL") != bilm.n_layers:
         _configure(model, bilm)
     _apply_backend(model, bilm)

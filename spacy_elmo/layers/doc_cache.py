@@ -13,7 +13,7 @@ from typing import Any, Optional
 
 import numpy
 
-DEFAULT_MAX_BYTES = 1 << 30  # 1 GiB
+from ..defaults import DOC_CACHE_BYTES as DEFAULT_MAX_BYTES
 
 
 class DocCache:

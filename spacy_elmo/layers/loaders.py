@@ -1,21 +1,36 @@
-"""Registered loaders that fill the biLM's weights at `nlp.initialize()`.
+"""Registered loaders: the only way weights arrive in a biLM model.
 
 As spacy-curated-transformers does, the architecture builds the model and a
-loader named under `[initialize.components.elmo]` fills it, so that the
-`[components]` block of a config carries no path of one machine:
+loader fills it, so that the `[components]` block of a config carries no
+path of one machine:
 
     [initialize.components.elmo.loader]
     @model_loaders = "spacy-elmo.SourceLoader.v1"
     source = "small"
 
-Every loader that takes a path also takes any source `spacy_elmo.io.resolve_source`
-accepts: an archive, an http(s) URL, "OPTIONS_URL WEIGHTS_URL" or a catalogue
-name, fetched once into the download cache when the loader runs.
+A loader is a `WeightsLoader`: called as `loader(model)` it fills a
+`spacy-elmo.ElmoBiLM.v1` model (thinc's loader signature `(model, X=None,
+Y=None) -> model`); `loader.read(with_softmax)` gives the model it reads as
+a `spacy_elmo.io.NativeModel`, which is how the commands get theirs.
+`resolve_loader(weights)` is the one function that turns a `weights`
+setting (the component's, `[initialize.components.elmo] weights`, a
+command's `--weights`) into a loader: None is the embedded English model, a
+string any source `spacy_elmo.io.resolve_source` accepts (a directory of any
+layout, an archive, an http(s) URL, "OPTIONS_URL WEIGHTS_URL" or a catalogue
+name, fetched once into the download cache when the loader runs), and a
+loader is itself.
 
-A loader is a function `(model, X=None, Y=None) -> model`. Where the model
-was built with explicit `bilm` sizes, the loaded weights must have those
-sizes; otherwise the model takes the loaded biLM's sizes. The loaders live in
-thinc's `model_loaders` registry (created here if no other package did).
+Where the model was built with explicit `bilm` sizes, the loaded weights
+must have those sizes; otherwise the model takes the loaded biLM's sizes.
+`ensure_weights(model)` runs the model's own loader (the one the component
+set from its `weights`) unless the model holds a biLM already: the
+component calls it before its first prediction, which is why
+`nlp.add_pipe("elmo"); nlp(text)` works without `nlp.initialize()`, and why
+a pipeline loaded from disk, whose biLM comes from its files, never runs it.
+The thinc forward itself reads no file.
+
+The loaders live in thinc's `model_loaders` registry (created here if no
+other package did).
 """
 import importlib
 import importlib.util
@@ -26,9 +41,19 @@ from thinc.api import Model
 from thinc.api import registry as thinc_registry
 
 from ..bilm.model import BiLM
-from ..io import WeightsError, find_published_files, is_native, load_model, load_native, load_published, resolve_source
-from ..resources import DEFAULT_MODEL_DIR
-from .bilm_model import get_bilm, has_bilm, set_bilm
+from ..io import (
+    NativeModel,
+    WeightsError,
+    find_published_files,
+    is_native,
+    load_model,
+    load_native,
+    load_published,
+    resolve_source,
+)
+from ..resources import DEFAULT_MODEL_DIR, default_model_path
+
+LOADER_ATTR = "loader"  # where a biLM model keeps the loader its component set
 
 
 def _ensure_registry() -> None:
@@ -50,56 +75,113 @@ def _ensure_registry() -> None:
 
 _ensure_registry()
 
-Loader = Callable[..., Model]
 PathLike = Union[str, Path]
 
 
+class WeightsLoader:
+    """A loader: reads one model (`read`) and fills a biLM model with it (calling it)."""
+
+    def __init__(self, read: Callable[[bool], NativeModel], source: str) -> None:
+        self._read = read
+        self.source = source
+
+    def read(self, with_softmax: bool = False) -> NativeModel:
+        """The model this loader names (its softmax and vocabulary only where asked and present)."""
+        return self._read(with_softmax)
+
+    def __call__(self, model: Model, X=None, Y=None) -> Model:
+        from .bilm_model import get_bilm, has_bilm, set_bilm  # bilm_model imports this module
+
+        bilm = self.read().bilm
+        if has_bilm(model) and model.attrs.get("fresh"):
+            _check_sizes(get_bilm(model), bilm, self.source)
+        set_bilm(model, bilm)
+        return model
+
+    def __repr__(self) -> str:
+        return f"<WeightsLoader {self.source}>"
+
+
+Loader = Callable[..., Model]
+WeightsSetting = Union[None, str, Path, Loader]
+
+
 @thinc_registry.model_loaders("spacy-elmo.EmbeddedLoader.v1")  # type: ignore[attr-defined]
-def EmbeddedLoader(name: Optional[str] = None) -> Loader:
+def EmbeddedLoader(name: Optional[str] = None) -> WeightsLoader:
     """The biLM embedded in the package (`name`: a folder of `spacy_elmo/models`; default: the English one)."""
-    directory = DEFAULT_MODEL_DIR if name is None else DEFAULT_MODEL_DIR.parent / name
-    if not (directory / "elmo.json").is_file():
+    if name is not None and not (DEFAULT_MODEL_DIR.parent / name / "elmo.json").is_file():
         available = sorted(p.name for p in DEFAULT_MODEL_DIR.parent.iterdir() if (p / "elmo.json").is_file())
         raise WeightsError(f"spacy-elmo.EmbeddedLoader.v1: no embedded model {name!r}; available: {available}")
-    return _loader(lambda: load_native(directory, with_softmax=False).bilm, f"embedded model {directory.name}")
+
+    def read(with_softmax: bool) -> NativeModel:
+        directory = default_model_path() if name is None else DEFAULT_MODEL_DIR.parent / name
+        return load_native(directory, with_softmax=with_softmax)
+
+    return WeightsLoader(read, f"embedded model {name or DEFAULT_MODEL_DIR.name}")
 
 
 @thinc_registry.model_loaders("spacy-elmo.PublishedLoader.v1")  # type: ignore[attr-defined]
-def PublishedLoader(path: PathLike) -> Loader:
+def PublishedLoader(path: PathLike) -> WeightsLoader:
     """A directory of published ELMo weights: `options.json` + `weights.hdf5` (+ `vocab.txt`)."""
 
-    def read() -> BiLM:
+    def read(with_softmax: bool) -> NativeModel:
         directory = _directory(path)
         options, weights, vocab = find_published_files(directory)
-        return load_published(options, weights, vocab)
+        return NativeModel(load_published(options, weights, vocab), metadata={"source": str(directory),
+                                                                              "format": "published"})
 
-    return _loader(read, str(path))
+    return WeightsLoader(read, str(path))
 
 
 @thinc_registry.model_loaders("spacy-elmo.NativeLoader.v1")  # type: ignore[attr-defined]
-def NativeLoader(path: PathLike) -> Loader:
+def NativeLoader(path: PathLike) -> WeightsLoader:
     """A directory in this package's format (`elmo.json` + `bilm.safetensors`), as `pretrain` writes it."""
 
-    def read() -> BiLM:
+    def read(with_softmax: bool) -> NativeModel:
         directory = _directory(path)
         if not is_native(directory):
             raise WeightsError(
                 f"{directory}: no elmo.json; for options.json + weights.hdf5 use spacy-elmo.PublishedLoader.v1"
             )
-        return load_native(directory, with_softmax=False).bilm
+        return load_native(directory, with_softmax=with_softmax)
 
-    return _loader(read, str(path))
+    return WeightsLoader(read, str(path))
 
 
 @thinc_registry.model_loaders("spacy-elmo.SourceLoader.v1")  # type: ignore[attr-defined]
-def SourceLoader(source: PathLike) -> Loader:
+def SourceLoader(source: PathLike) -> WeightsLoader:
     """Any model source: a directory of any layout, an archive, a URL, "OPTIONS_URL WEIGHTS_URL" or a catalogue name."""
-    return _loader(lambda: load_model(source, with_softmax=False).bilm, str(source))
+    return WeightsLoader(lambda softmax: load_model(source, with_softmax=softmax), str(source))
 
 
-def directory_loader(path: PathLike) -> Loader:
-    """The loader for the component's `weights` setting: any model source (see `SourceLoader`)."""
-    return SourceLoader(path)
+def resolve_loader(weights: WeightsSetting = None) -> Loader:
+    """The loader a `weights` setting names: None, the embedded model; a loader, itself; else `SourceLoader`.
+
+    Nothing is read until the loader runs.
+    """
+    if weights is None:
+        return EmbeddedLoader()
+    if callable(weights):
+        return weights
+    return SourceLoader(weights)
+
+
+def read_weights(weights: WeightsSetting = None, with_softmax: bool = False) -> NativeModel:
+    """The model a `weights` setting names, read through its loader (what the commands load)."""
+    loader = resolve_loader(weights)
+    if not isinstance(loader, WeightsLoader):
+        raise WeightsError(f"{loader!r}: a loader that fills models only; it cannot be read on its own")
+    return loader.read(with_softmax)
+
+
+def ensure_weights(model: Model) -> Model:
+    """Fill a biLM model through its loader (`model.attrs["loader"]`; none set: the embedded model),
+    unless it holds a biLM already (built from sizes, loaded, or deserialized)."""
+    from .bilm_model import has_bilm  # bilm_model imports this module
+
+    if not has_bilm(model):
+        resolve_loader(model.attrs.get(LOADER_ATTR))(model)
+    return model
 
 
 def _directory(path: PathLike) -> Path:
@@ -107,17 +189,6 @@ def _directory(path: PathLike) -> Path:
     if not directory.is_dir():
         raise WeightsError(f"{directory}: " + ("not a directory" if directory.exists() else "no such directory"))
     return directory
-
-
-def _loader(read: Callable[[], BiLM], source: str) -> Loader:
-    def load(model: Model, X=None, Y=None) -> Model:
-        bilm = read()
-        if has_bilm(model) and model.attrs.get("fresh"):
-            _check_sizes(get_bilm(model), bilm, source)
-        set_bilm(model, bilm)
-        return model
-
-    return load
 
 
 _SHAPE_FIELDS = (
@@ -136,4 +207,13 @@ def _check_sizes(built: BiLM, loaded: BiLM, source: str) -> None:
         raise WeightsError(f"{source}: the weights do not fit the biLM sizes of the model block ({details})")
 
 
-__all__ = ["EmbeddedLoader", "PublishedLoader", "NativeLoader", "SourceLoader", "directory_loader"]
+__all__ = [
+    "EmbeddedLoader",
+    "PublishedLoader",
+    "NativeLoader",
+    "SourceLoader",
+    "WeightsLoader",
+    "ensure_weights",
+    "read_weights",
+    "resolve_loader",
+]

@@ -23,8 +23,10 @@ token gets vectors and nothing is truncated.
 """
 from typing import Dict, Iterable, List, NamedTuple, Optional, Sequence, Tuple
 
+from ..defaults import MAX_LENGTH, MAX_WINDOW, SEGMENTATION, SKIP_WHITESPACE
+from ..defaults import STRIDE as DEFAULT_STRIDE
+
 SEGMENTATIONS = ("auto", "sents", "windows")
-DEFAULT_STRIDE = 192
 _SENTENCE_FINAL = {".", "!", "?", "...", "…", "?!", "!?"}
 
 
@@ -47,10 +49,10 @@ class Segment(NamedTuple):
 
 def doc_segments(
     doc,
-    max_window: int = 64,
-    segmentation: str = "auto",
-    skip_whitespace: bool = True,
-    max_length: int = 256,
+    max_window: int = MAX_WINDOW,
+    segmentation: str = SEGMENTATION,
+    skip_whitespace: bool = SKIP_WHITESPACE,
+    max_length: int = MAX_LENGTH,
     stride: Optional[int] = None,
 ) -> List[Segment]:
     """The segments of `doc`, in order; see the module docstring.
@@ -96,7 +98,7 @@ def split_window(
     indices: List[int],
     texts: Sequence[str],
     max_window: int,
-    max_length: int = 256,
+    max_length: int = MAX_LENGTH,
     stride: Optional[int] = None,
 ) -> List[Segment]:
     """Cut a run of tokens into windows of whole sentences.

@@ -3,12 +3,17 @@
 The shim holds a `BatchedBiLM`: the biLM plus a forward over several
 length-sorted batches of segments, so that thinc's shim sees one forward and
 one backward per update (its gradient scaler must unscale each gradient
-once). It may hold nothing yet: the weights then come on first use or from a
-loader at `initialize`. It serializes the biLM in the native format (config,
-vocabulary, safetensors weights), so a saved pipeline rebuilds the biLM
-without the original files.
+once). It may hold nothing yet: a loader fills it (`loaders.py`), or
+deserialization does.
+
+Its bytes are the native format's (`spacy_elmo.io.save_native_bytes`: the
+files of a native model directory, versioned and checksummed), so a saved
+pipeline rebuilds the biLM without the original files and a damaged one is a
+`WeightsError` that says so. An empty shim serializes as no bytes. Pipelines
+saved before the shim used the native format hold a msgpack map of the same
+contents; `_read_legacy` still reads those.
 """
-from typing import List, Optional, Sequence
+from typing import Any, Dict, List, Optional, Sequence
 
 import srsly
 import torch
@@ -17,6 +22,9 @@ from thinc.util import get_torch_default_device
 
 from ..bilm.config import BiLMConfig
 from ..bilm.model import BiLM
+from ..io import WeightsError, is_native_bytes, load_native_bytes, save_native_bytes
+
+SOURCE = "serialized elmo component"
 
 
 class BatchedBiLM(torch.nn.Module):
@@ -38,8 +46,8 @@ class ElmoShim(PyTorchShim):
         super().__init__(
             BatchedBiLM(bilm) if bilm is not None else None,
             mixed_precision=mixed_precision,
-            serialize_model=_serialize,
-            deserialize_model=_deserialize,
+            serialize_model=serialize_bilm,
+            deserialize_model=deserialize_bilm,
         )
 
     @property
@@ -64,48 +72,70 @@ class ElmoShim(PyTorchShim):
         if self._model is not None:
             super().finish_update(optimizer)
 
+    def from_bytes(self, bytes_data: bytes) -> "ElmoShim":
+        """PyTorchShim.from_bytes, with thinc's envelope (a msgpack map around the biLM's bytes)
+        checked: a cut or garbled one is a WeightsError, not msgpack's exception."""
+        device = get_torch_default_device()
+        try:
+            msg = srsly.msgpack_loads(bytes_data)
+            cfg, state = msg["config"], msg["state"]
+        except Exception as err:  # msgpack raises several types for cut or garbled input
+            raise WeightsError(f"{SOURCE}: the bytes are truncated or corrupted ({type(err).__name__})") from None
+        self.cfg = cfg
+        self._model = self._deserialize_model(self._model, state, device)
+        self._grad_scaler.to_(device)
+        return self
 
-def _serialize(module: Optional[BatchedBiLM]) -> bytes:
-    from safetensors.torch import save
 
+def serialize_bilm(module: Optional[BatchedBiLM]) -> bytes:
+    """The biLM in the native format's bytes; an empty shim: no bytes."""
     if module is None:
-        return srsly.msgpack_dumps({"empty": True})
-    bilm = module.bilm
-    state = {k: v.detach().cpu().contiguous() for k, v in bilm.state_dict().items()}
-    payload = {
-        "config": bilm.config.to_dict(),
-        "boundary_strings": bilm.boundary_strings,
-        "vocab": bilm.input_vocab.words if bilm.input_vocab is not None else None,
-        "word_table_vocab": bilm.word_table_vocab.to_dict() if bilm.word_table_vocab is not None else None,
-        "char_dictionary": bilm.char_dictionary.to_dict() if bilm.char_dictionary is not None else None,
-        "state": save(state),
-    }
-    return srsly.msgpack_dumps(payload)
+        return b""
+    return save_native_bytes(module.bilm)
 
 
-def _deserialize(old: Optional[BatchedBiLM], data: bytes, device) -> Optional[BatchedBiLM]:
-    from safetensors.torch import load
-
-    from ..bilm.token_vocab import CharDictionary, WordTableVocabulary
-    from ..bilm.vocab import Vocabulary
-
-    payload = srsly.msgpack_loads(data)
-    if payload.get("empty"):
+def deserialize_bilm(old: Optional[BatchedBiLM], data: bytes, device: Any) -> Optional[BatchedBiLM]:
+    """The biLM that `serialize_bilm` (or the legacy format) wrote, on `device`; no bytes: keep `old`."""
+    if not data:
         return old
-    config = BiLMConfig.from_dict(payload["config"], source="serialized elmo component")
-    vocab = Vocabulary(payload["vocab"]) if payload.get("vocab") else None
-    words, chars = payload.get("word_table_vocab"), payload.get("char_dictionary")
-    bilm = BiLM(
-        config,
-        vocab=vocab,
-        boundary_strings=payload.get("boundary_strings", False),
-        word_table_vocab=WordTableVocabulary.from_dict(words) if words else None,
-        char_dictionary=CharDictionary.from_dict(chars) if chars else None,
-    )
-    bilm.load_state_dict(load(payload["state"]))
+    bilm = _read_legacy(data) if not is_native_bytes(data) else load_native_bytes(data, False, SOURCE).bilm
+    if bilm is None:
+        return old  # the legacy format's empty marker
     bilm.to(device)
     bilm.eval()
     return BatchedBiLM(bilm)
 
 
-__all__ = ["ElmoShim", "BatchedBiLM"]
+def _read_legacy(data: bytes) -> Optional[BiLM]:
+    """The biLM of the msgpack map that earlier versions wrote (None for their empty marker)."""
+    from safetensors import SafetensorError
+    from safetensors.torch import load
+
+    from ..bilm.token_vocab import CharDictionary, WordTableVocabulary
+    from ..bilm.vocab import Vocabulary
+
+    try:
+        payload: Dict[str, Any] = srsly.msgpack_loads(data)
+    except Exception as err:  # msgpack raises several types for cut or garbled input
+        raise WeightsError(f"{SOURCE}: neither the native format nor a readable legacy payload ({err})") from None
+    if not isinstance(payload, dict) or not ({"empty"} <= set(payload) or {"config", "state"} <= set(payload)):
+        raise WeightsError(f"{SOURCE}: neither the native format nor a legacy payload (no config and state)")
+    if payload.get("empty"):
+        return None
+    try:
+        config = BiLMConfig.from_dict(payload["config"], source=SOURCE)
+        words, chars = payload.get("word_table_vocab"), payload.get("char_dictionary")
+        bilm = BiLM(
+            config,
+            vocab=Vocabulary(payload["vocab"]) if payload.get("vocab") else None,
+            boundary_strings=payload.get("boundary_strings", False),
+            word_table_vocab=WordTableVocabulary.from_dict(words) if words else None,
+            char_dictionary=CharDictionary.from_dict(chars) if chars else None,
+        )
+        bilm.load_state_dict(load(payload["state"]))
+    except (SafetensorError, ValueError, KeyError, TypeError, RuntimeError) as err:
+        raise WeightsError(f"{SOURCE}: a legacy payload that does not load ({err})") from None
+    return bilm
+
+
+__all__ = ["ElmoShim", "BatchedBiLM", "serialize_bilm", "deserialize_bilm"]

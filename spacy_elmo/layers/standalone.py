@@ -22,8 +22,8 @@ from spacy.util import registry
 from thinc.api import Model
 from thinc.types import Floats2d, Floats3d
 
-from .bilm_model import get_bilm
 from .listener import DEFAULT_DROPOUT, mix_chain
+from .loaders import ensure_weights
 
 LISTENER = "spacy-elmo.ElmoListener.v1"
 STANDALONE = "spacy-elmo.ElmoStandalone.v1"
@@ -51,10 +51,14 @@ def ElmoStandalone(
 
 
 def replace_listener(model: Model, listener: Model, component: Any) -> Model:
-    """The node put in the listener's place: `model`, a copy of the component's biLM model."""
+    """The node put in the listener's place: `model`, a copy of the component's biLM model.
+
+    The copy keeps the component's loader (in its attrs): a biLM the
+    component had not loaded yet is loaded into the copy now, so that it owns
+    its weights.
+    """
     model.attrs["frozen"] = component.frozen
-    model.attrs["weights"] = component.cfg.get("weights")
-    get_bilm(model)  # a biLM not loaded yet is loaded now, so the copy owns its weights
+    ensure_weights(model)
     return model
 
 

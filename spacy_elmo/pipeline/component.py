@@ -8,18 +8,27 @@ sentence boundaries), stores every layer on the doc (`doc._.elmo`; in float16,
 or only the mixed vectors, for users who keep many docs: `store`,
 `store_dtype`), optionally the mix as `doc.tensor`, and feeds downstream
 components through `spacy-elmo.ElmoListener.v1` listeners, each with its own
-learned mix of the layers. Weights come from a registered loader
-at `initialize` (`[initialize.components.elmo] loader`), else from `weights`
-or the embedded model on first use.
+learned mix of the layers.
+
+Weights arrive only through registered loaders (layers/loaders.py): the one
+named at `initialize` (`[initialize.components.elmo] loader`), else the one
+the `weights` setting picks (`resolve_loader`: null is the embedded model).
+The component runs its loader when it first needs the biLM (the first
+prediction or update, `initialize`, saving), not when it is created, so
+`nlp.add_pipe("elmo"); nlp(text)` works without `initialize`, and a pipeline
+that `spacy.load` restores, whose biLM comes from its own files, never reads
+the weights its config names.
 """
 import multiprocessing
 import os
 import warnings
 from functools import partial
 from itertools import islice
+from pathlib import Path
 from typing import Any, Callable, Dict, Iterable, List, Optional, Sequence, Tuple
 
 import numpy
+import srsly
 from spacy.language import Language
 from spacy.pipeline import TrainablePipe
 from spacy.tokens import Doc
@@ -27,28 +36,17 @@ from spacy.training import Example, validate_examples, validate_get_examples
 from spacy.vocab import Vocab
 from thinc.api import Config, Model, Optimizer, set_dropout_rate
 
+from .. import defaults
+from ..io import WeightsError
 from ..layers.bilm_model import ElmoNotReady, check_ready, drop_bilm, get_bilm
 from ..layers.listener import ElmoListenerLayer
-from ..threads import ThreadsSetting, check_threads, cpu_threads
-from ..layers.loaders import directory_loader
+from ..layers.loaders import LOADER_ATTR, ensure_weights, resolve_loader
 from ..layers.standalone import replace_listener, replace_listener_cfg
+from ..threads import ThreadsSetting, check_threads, cpu_threads
 from .extensions import mix_layers, register_extensions, set_doc_layers, set_doc_mix, set_doc_mixed, set_vector_hooks
 
-DEFAULT_MODEL_CONFIG = """
-[model]
-@architectures = "spacy-elmo.ElmoBiLM.v1"
-max_window = 64
-max_length = 256
-stride = 192
-segmentation = "auto"
-skip_whitespace = true
-batch_tokens = 4096
-token_cache_size = 50000
-doc_cache_bytes = 1073741824
-mixed_precision = false
-backend = "auto"
-"""
-DEFAULT_MODEL = Config().from_str(DEFAULT_MODEL_CONFIG)["model"]
+DEFAULT_MODEL = Config({"model": {"@architectures": defaults.ARCHITECTURE, **defaults.model_settings()}})["model"]
+DEFAULT_MODEL_CONFIG = Config({"model": DEFAULT_MODEL}).to_str()
 STORE = ("layers", "mix")
 STORE_DTYPES = ("float32", "float16")
 
@@ -106,7 +104,7 @@ def _warn_hooks_in_worker() -> None:
         "mix": None,
         "gamma": 1.0,
         "set_vector_hooks": False,
-        "threads": "auto",
+        "threads": defaults.THREADS,
     },
     assigns=["doc._.elmo", "doc._.elmo_vector", "doc.tensor"],
     default_score_weights={},
@@ -128,10 +126,11 @@ def make_elmo(
 ) -> "Elmo":
     """Create the component.
 
-    weights: a directory in the published (options.json + weights.hdf5) or
-        native format, read on first use unless a loader filled the model at
-        initialize; null: the package's embedded English biLM. A pipeline saved
-        to disk carries its own copy.
+    weights: the model to load: a directory of any supported layout, an
+        archive, a URL or a catalogue name (`spacy-elmo.SourceLoader.v1`);
+        null: the package's embedded English biLM. Read when the component
+        first needs the biLM, unless a loader filled it at initialize. A
+        pipeline saved to disk carries its own copy and never reads it.
     frozen: predict only: the biLM is fixed and computes no gradients (the
         paper's setting); false fine-tunes it through the listeners' gradients.
     store_layers: keep what `store` names in doc.user_data (serialized with
@@ -145,8 +144,9 @@ def make_elmo(
     mix, gamma: the layer weights (before normalisation) and scale of
         *._.elmo_vector; uniform and 1.0 by default.
     set_vector_hooks: make doc/span/token .vector and .similarity use ELMo.
-    threads: CPU threads for prediction: "auto" (the cores other processes
-        leave free), 0 (torch's setting) or N (see spacy_elmo/threads.py).
+    threads: CPU threads for prediction: 0 (torch's own setting), N, or
+        "load-aware" (the cores other processes leave free, from /proc/stat;
+        "auto" is its deprecated name). See spacy_elmo/threads.py.
     """
     return Elmo(
         nlp.vocab,
@@ -192,7 +192,7 @@ class Elmo(TrainablePipe):
         mix: Optional[Sequence[float]] = None,
         gamma: float = 1.0,
         set_vector_hooks: bool = False,
-        threads: ThreadsSetting = "auto",
+        threads: ThreadsSetting = defaults.THREADS,
     ) -> None:
         register_extensions()
         self.vocab = vocab
@@ -211,10 +211,9 @@ class Elmo(TrainablePipe):
             "set_vector_hooks": bool(set_vector_hooks),
             "threads": check_threads(threads),
         }
-        if weights is not None:
-            model.attrs["weights"] = str(weights)
-            if model.attrs.get("fresh"):
-                drop_bilm(model)  # explicit weights win over sizes in the model block: loaded on first use
+        model.attrs[LOADER_ATTR] = resolve_loader(weights)  # nothing is read until it runs
+        if weights is not None and model.attrs.get("fresh"):
+            drop_bilm(model)  # explicit weights win over sizes in the model block: loaded on first use
         model.attrs["frozen"] = bool(frozen)
         # what spaCy's replace_listeners looks for (see layers/standalone.py)
         model.attrs["replace_listener"] = replace_listener
@@ -266,10 +265,12 @@ class Elmo(TrainablePipe):
 
     @property
     def bilm(self):
-        """The torch BiLM (loaded on first access)."""
-        return get_bilm(self.model)
+        """The torch BiLM (its loader runs on first access)."""
+        return get_bilm(ensure_weights(self.model))
 
     def _check_ready(self) -> None:
+        """Load the weights if nothing has yet, and refuse a frozen biLM of random weights."""
+        ensure_weights(self.model)
         check_ready(self.model, self.name)
 
     def _mix(self, n_layers: int) -> numpy.ndarray:
@@ -288,7 +289,7 @@ class Elmo(TrainablePipe):
         self._check_ready()
         _single_thread_in_worker()
         docs = list(docs)
-        with cpu_threads(self.cfg.get("threads", "auto")):
+        with cpu_threads(self.cfg.get("threads", defaults.THREADS)):
             outputs = self.model.predict(docs)
         return [self.model.ops.to_numpy(o).astype(numpy.float32, copy=False) for o in outputs]
 
@@ -406,19 +407,20 @@ class Elmo(TrainablePipe):
 
         loader: a registered loader ([initialize.components.elmo.loader],
             e.g. spacy-elmo.PublishedLoader.v1) that fills the model's weights.
-        weights: a directory in either format (shorthand for the matching loader).
-        Without either, the biLM comes from the component's `weights` setting
-        or the embedded model.
+        weights: any model source (shorthand for `spacy-elmo.SourceLoader.v1`).
+        Either replaces what the model holds. Without either, the component's
+        own loader runs unless the model holds a biLM already.
         """
         validate_get_examples(get_examples, "Elmo.initialize")
         self._check_listeners_get_layers()
         if loader is not None and weights is not None:
             raise ValueError(f"[initialize.components.{self.name}]: give a loader or weights, not both")
         if weights is not None:
-            loader = directory_loader(weights)
+            loader = resolve_loader(weights)
             self.cfg["weights"] = str(weights)
         if loader is not None:
             loader(self.model)
+            self.model.attrs[LOADER_ATTR] = loader  # a copy of the model (replace_listeners) reads the same
         self._check_ready()
         docs = [eg.predicted for eg in islice(get_examples(), 10)]
         self.model.initialize(X=docs)
@@ -426,18 +428,37 @@ class Elmo(TrainablePipe):
             listener.link(self)
 
     def to_bytes(self, *, exclude=tuple()) -> bytes:
-        get_bilm(self.model)  # a pipeline saved before first use still carries its weights
+        ensure_weights(self.model)  # a pipeline saved before first use still carries its weights
         return super().to_bytes(exclude=exclude)
 
     def to_disk(self, path, *, exclude=tuple()) -> None:
-        get_bilm(self.model)
+        ensure_weights(self.model)
         super().to_disk(path, exclude=exclude)
+
+    def from_bytes(self, bytes_data: bytes, *, exclude=tuple()) -> "Elmo":
+        _check_readable(bytes_data, f"'{self.name}' component bytes")
+        return super().from_bytes(bytes_data, exclude=exclude)
+
+    def from_disk(self, path, *, exclude=tuple()) -> "Elmo":
+        model_file = Path(path) / "model"
+        if "model" not in exclude and model_file.is_file():
+            _check_readable(model_file.read_bytes(), str(model_file))
+        return super().from_disk(path, exclude=exclude)
 
     def add_label(self, label: str) -> int:
         raise NotImplementedError(f"'{self.name}' has no labels")
 
     def __repr__(self) -> str:
         return f"<Elmo '{self.name}' frozen={self.frozen} weights={self.cfg['weights'] or 'default'}>"
+
+
+def _check_readable(data: bytes, source: str) -> None:
+    """spaCy's and thinc's msgpack envelope around the biLM: a cut or garbled one is a WeightsError
+    naming `source`, not msgpack's exception (the biLM's own bytes carry a checksum)."""
+    try:
+        srsly.msgpack_loads(data)
+    except Exception as err:  # msgpack raises several types for cut or garbled input
+        raise WeightsError(f"{source}: truncated or corrupted ({type(err).__name__}: {err})") from None
 
 
 def _discard_gradient(d_layers) -> list:

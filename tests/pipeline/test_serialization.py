@@ -70,3 +70,59 @@ def test_store_layers_false_drops_them_from_serialization(allennlp_dir):
     assert doc._.elmo.shape == (3, 4, 32)
     restored = Doc(nlp.vocab).from_bytes(doc.to_bytes())
     assert restored._.elmo is None and restored._.elmo_vector is None
+
+
+@pytest.fixture
+def nlp_word_table(tmp_path):
+    """A pipeline on a biLM with a word table (tests/bilm/test_word_table.py), its directory deleted after loading."""
+    from spacy_elmo.io import save_native
+    from tests.bilm.test_word_table import table_bilm
+
+    save_native(tmp_path / "table", table_bilm())
+    nlp = spacy.blank("en")
+    nlp.add_pipe("elmo", config={"weights": str(tmp_path / "table")})
+    nlp("warm up")
+    shutil.rmtree(tmp_path / "table")
+    return nlp
+
+
+@pytest.mark.parametrize("form", ["disk", "bytes"])
+def test_a_word_table_survives_every_form(nlp_word_table, tmp_path, form):
+    if form == "disk":
+        nlp_word_table.to_disk(tmp_path / "pipeline")
+        other = spacy.load(tmp_path / "pipeline")
+    else:
+        other = spacy.blank("en")
+        other.add_pipe("elmo", config={"weights": "/nonexistent/never/read"})
+        other.from_bytes(nlp_word_table.to_bytes())
+    bilm = other.get_pipe("elmo").bilm
+    assert bilm.word_table_vocab == nlp_word_table.get_pipe("elmo").bilm.word_table_vocab
+    _same(nlp_word_table, other)
+
+
+def test_the_component_saves_the_native_format(nlp_tmp_weights, tmp_path):
+    """The model file holds the biLM as the native format's bytes (versioned, checksummed)."""
+    import srsly
+
+    from spacy_elmo.io import is_native_bytes
+
+    nlp_tmp_weights.to_disk(tmp_path / "pipeline")
+    model = srsly.msgpack_loads((tmp_path / "pipeline" / "elmo" / "model").read_bytes())
+    shims = [shim for node in model["shims"] for shim in node]
+    assert len(shims) == 1 and is_native_bytes(srsly.msgpack_loads(shims[0])["state"])
+
+
+@pytest.mark.parametrize("damage", ["flip", "cut"])
+def test_a_damaged_saved_pipeline_is_a_weights_error(nlp_tmp_weights, tmp_path, damage):
+    from spacy_elmo.io import WeightsError
+
+    nlp_tmp_weights.to_disk(tmp_path / "pipeline")
+    path = tmp_path / "pipeline" / "elmo" / "model"
+    data = bytearray(path.read_bytes())
+    if damage == "flip":
+        data[len(data) // 2] ^= 0xFF
+    else:
+        del data[len(data) // 2:]
+    path.write_bytes(bytes(data))
+    with pytest.raises(WeightsError, match="truncated or corrupted"):
+        spacy.load(tmp_path / "pipeline")

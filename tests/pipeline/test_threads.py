@@ -1,17 +1,20 @@
-"""The component's `threads` setting: fewer threads when other processes keep cores busy.
+"""The component's `threads` setting: torch's own by default; N; or "load-aware".
 
-Regression: with one other CPU-bound process on 2 cores, the component on
-PyTorch's default 2 threads ran 40-70x slower than on 1 (benchmarks/bench_load.py).
-The load is simulated here (a stand-in for /proc/stat and the clocks), so
-nothing depends on this machine's speed or on what else runs on it.
+"load-aware" predicts with fewer threads when other processes keep cores busy
+(on 2 cores beside one other CPU-bound process, torch's 2 threads are much
+slower than 1: benchmarks/bench_load.py). The load is simulated here (a
+stand-in for /proc/stat and the clocks), so nothing depends on this
+machine's speed or on what else runs on it.
 """
+import warnings
+
 import pytest
 import spacy
 import torch
 
 from spacy_elmo import threads
 from spacy_elmo.bilm.model import BiLM
-from spacy_elmo.threads import FreeCores, check_threads, cpu_threads, threads_for_call
+from spacy_elmo.threads import LOAD_AWARE, FreeCores, check_threads, cpu_threads, threads_for_call
 
 
 class FakeMachine:
@@ -39,38 +42,38 @@ def two_threads():
     torch.set_num_threads(previous)
 
 
-def test_auto_leaves_busy_cores_alone(monkeypatch, two_threads):
+def test_load_aware_leaves_busy_cores_alone(monkeypatch, two_threads):
     machine = FakeMachine(monkeypatch)
     monitor = FreeCores()
-    assert threads_for_call("auto", monitor) == 1  # no window measured yet: one thread
+    assert threads_for_call(LOAD_AWARE, monitor) == 1  # no window measured yet: one thread
     machine.run(1.0, own_cores=1.0, other_cores=0.0)  # idle apart from us
-    assert threads_for_call("auto", monitor) == 2
+    assert threads_for_call(LOAD_AWARE, monitor) == 2
     machine.run(1.0, own_cores=2.0, other_cores=1.0)  # another process takes a whole core
-    assert threads_for_call("auto", monitor) == 1
+    assert threads_for_call(LOAD_AWARE, monitor) == 1
     machine.run(1.0, own_cores=1.0, other_cores=0.5)  # half a core busy: still left alone
-    assert threads_for_call("auto", monitor) == 1
+    assert threads_for_call(LOAD_AWARE, monitor) == 1
     machine.run(1.0, own_cores=1.0, other_cores=0.1)  # the other process is gone
-    assert threads_for_call("auto", monitor) == 2
+    assert threads_for_call(LOAD_AWARE, monitor) == 2
     machine.run(0.1, own_cores=1.0, other_cores=1.0)  # shorter than a window: the last estimate stands
-    assert threads_for_call("auto", monitor) == 2
+    assert threads_for_call(LOAD_AWARE, monitor) == 2
 
 
-def test_auto_never_exceeds_torch_setting(monkeypatch):
+def test_load_aware_never_exceeds_torch_setting(monkeypatch):
     machine = FakeMachine(monkeypatch, cores=8)
     monitor = FreeCores()
-    threads_for_call("auto", monitor)
+    threads_for_call(LOAD_AWARE, monitor)
     machine.run(1.0, own_cores=1.0, other_cores=0.0)
     previous = torch.get_num_threads()
     torch.set_num_threads(3)
     try:
-        assert threads_for_call("auto", monitor) == 3
+        assert threads_for_call(LOAD_AWARE, monitor) == 3
     finally:
         torch.set_num_threads(previous)
 
 
-def test_auto_without_proc_stat_is_torch_setting(monkeypatch, two_threads):
+def test_load_aware_without_proc_stat_is_torch_setting(monkeypatch, two_threads):
     monkeypatch.setattr(threads, "_machine_busy_seconds", lambda: None)
-    assert threads_for_call("auto", FreeCores()) == 2
+    assert threads_for_call(LOAD_AWARE, FreeCores()) == 2
 
 
 def test_fixed_settings(two_threads):
@@ -109,8 +112,44 @@ def test_component_predicts_with_its_setting(allennlp_dir, monkeypatch, two_thre
     assert nlp.get_pipe("elmo").cfg["threads"] == 1
 
 
-def test_component_default_is_auto_and_bad_values_are_refused(allennlp_dir):
+def test_component_default_is_torch_setting_and_bad_values_are_refused(allennlp_dir, monkeypatch, two_threads):
+    """The default reads no /proc/stat: torch's setting holds, whatever the machine's load looks like."""
+    monkeypatch.setattr(threads, "_machine_busy_seconds", _never_sampled)
     nlp = spacy.blank("en")
-    assert nlp.add_pipe("elmo", config={"weights": str(allennlp_dir)}).cfg["threads"] == "auto"
+    elmo = nlp.add_pipe("elmo", config={"weights": str(allennlp_dir)})
+    assert elmo.cfg["threads"] == 0
+    assert nlp.config["components"]["elmo"]["threads"] == 0
+    seen = []
+    real = BiLM.embed_batches
+
+    def recording(self, *args, **kwargs):
+        seen.append(torch.get_num_threads())
+        return real(self, *args, **kwargs)
+
+    monkeypatch.setattr(BiLM, "embed_batches", recording)
+    nlp("The bank of the river .")
+    assert seen == [2]
     with pytest.raises(ValueError, match="threads must be"):
         spacy.blank("en").add_pipe("elmo", config={"weights": str(allennlp_dir), "threads": "many"})
+
+
+def _never_sampled():
+    raise AssertionError("/proc/stat was read outside the load-aware mode")
+
+
+def test_auto_is_a_deprecated_name_of_load_aware(allennlp_dir, monkeypatch):
+    """Pipelines saved while "auto" was the default carry it in their config: they still load, and are told."""
+    monkeypatch.setattr(threads, "_WARNED", set())
+    with pytest.warns(FutureWarning, match="deprecated"):
+        assert check_threads("auto") == LOAD_AWARE
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        assert check_threads("auto") == LOAD_AWARE  # warned once per process
+    elmo = spacy.blank("en").add_pipe("elmo", config={"weights": str(allennlp_dir), "threads": "auto"})
+    assert elmo.cfg["threads"] == LOAD_AWARE
+
+
+def test_a_saved_cfg_with_the_old_spelling_still_predicts(monkeypatch, two_threads):
+    """from_disk restores cfg as saved: "auto" there counts as "load-aware"."""
+    FakeMachine(monkeypatch)
+    assert threads_for_call("auto", FreeCores()) == 1  # the load-aware first window
