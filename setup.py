@@ -3,7 +3,7 @@
 Metadata, options and entry points live in setup.cfg; the build system in
 pyproject.toml. The extension is optional: where it cannot be built (no C
 compiler, or a compiler without OpenMP), the install goes on and the biLM
-uses PyTorch's element-wise ops instead (`spacy_elmo.bilm.cell_kernel`).
+uses PyTorch's element-wise ops instead (`spacy_elmo.bilm.engine.cell_kernel`).
 SPACY_ELMO_NO_EXTENSION=1 leaves it out on purpose: a pure-Python wheel for
 another Python or platform (scripts/gpu_pretrain.py builds one for a GPU machine).
 """
@@ -19,8 +19,8 @@ else:
 
 extensions = [
     Extension(
-        "spacy_elmo.bilm._lstm_cell",
-        sources=["spacy_elmo/bilm/_lstm_cell.c"],
+        "spacy_elmo.bilm.engine._lstm_cell",
+        sources=["spacy_elmo/bilm/engine/_lstm_cell.c"],
         extra_compile_args=compile_args,
         extra_link_args=link_args,
         optional=True,

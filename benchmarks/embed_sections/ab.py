@@ -11,12 +11,13 @@ BASE = "mkl, every boundary step"
 
 
 def run(args) -> str:
-    from spacy_elmo.bilm import BiLM, backends, lstm
+    from spacy_elmo.bilm import BiLM
+    from spacy_elmo.bilm.engine import backends, base
 
     model = random_model("small")
     sentences = ewt_sentences(args.sentences)
     n_tokens = sum(map(len, sentences))
-    default_cached_bytes = lstm.INFERENCE_WEIGHTS_CACHED_BYTES
+    default_cached_bytes = base.KEPT_WEIGHTS_MAX_BYTES
 
     def full_forward(batch, keep_boundaries=False, state=None):
         # an explicit zero state takes the full path: every row runs its <S> and </S> steps
@@ -26,7 +27,7 @@ def run(args) -> str:
 
     def configure(backend: str, skip_boundary_steps: bool = True, keep_weights: bool = True) -> None:
         model.backend = backend
-        lstm.INFERENCE_WEIGHTS_CACHED_BYTES = default_cached_bytes if keep_weights else -1
+        base.KEPT_WEIGHTS_MAX_BYTES = default_cached_bytes if keep_weights else -1
         if skip_boundary_steps:
             model.__dict__.pop("forward", None)
         else:

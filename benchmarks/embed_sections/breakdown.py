@@ -19,7 +19,7 @@ TABLE = "LSTM layer 0: input products per distinct token (K=128)"
 
 
 def run(args) -> str:
-    from spacy_elmo.bilm import cell_kernel, lstm_inference, onednn
+    from spacy_elmo.bilm.engine import cell_kernel, loops as lstm_inference, onednn_ops as onednn
     from spacy_elmo.bilm import model as model_module
     from spacy_elmo.io import dump
 

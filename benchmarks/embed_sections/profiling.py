@@ -8,7 +8,7 @@ from common import ewt_sentences, random_model, table
 def run(args) -> str:
     from torch.profiler import ProfilerActivity, profile, record_function
 
-    from spacy_elmo.bilm import lstm_inference
+    from spacy_elmo.bilm.engine import loops as lstm_inference
 
     model = random_model("small")
     sentences = ewt_sentences(2000)

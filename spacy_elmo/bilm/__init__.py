@@ -1,8 +1,13 @@
-"""The biLM in pure PyTorch: no spaCy import anywhere below this package."""
-from .backends import BACKENDS, BackendError
-from .cache import TokenCache
+"""The biLM in pure PyTorch: no spaCy import anywhere below this package.
+
+The model (config, vocabularies and character ids, token encoder, the LSTMs
+as written, the language-model heads and loss) lives in this package's
+modules; how it is computed fast lives in `engine/` (docs/internals.md).
+"""
 from .char_ids import CharIdEncoder, batch_to_ids, token_to_char_ids
 from .config import BiLMConfig, OptionsError, published_shapes
+from .engine import BACKENDS, BackendError
+from .engine.token_cache import TokenCache
 from .lstm import BiLSTMStack, LSTMState, TokenRows
 from .model import BiLM, BiLMOutput, length_sorted_batches
 from .token_encoder import CharCNNEncoder, WordEncoder

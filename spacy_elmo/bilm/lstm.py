@@ -13,30 +13,25 @@ direction d reads `table[index[d, b, t]]`, in *processing order*: the forward
 direction reads a sentence left to right, the backward direction reads its
 own input, which for sentences is the row reversed within its length.
 
-`reference_layer` below is the recurrence as written; the backend
-(`backends.py`) decides what computes it: `reference` runs it as is, the
-others run the fast loops of `lstm_inference.py` without gradients and the
-packed training loop of `lstm_train.py` with them.
+`reference_layer` below is the recurrence as written. The stack's engine
+(`engine/`, chosen once by its backend name) computes it: in training mode
+(`stack.train()`) its training path, with autograd; in eval mode its
+inference path, without. The `reference` engine runs `reference_layer` as is.
 """
 from dataclasses import dataclass
-from typing import Dict, List, NamedTuple, Optional, Sequence, Tuple
+from typing import TYPE_CHECKING, List, NamedTuple, Optional, Sequence, Tuple
 
 import torch
 from torch import nn
 
-from . import backends, lstm_inference, lstm_train
-from .backends import AUTO, Backend
 from .config import BiLMConfig
-from .heights import product_rows
-from .weights_key import WeightsKey
+
+if TYPE_CHECKING:
+    from .engine import Engine
 
 # published (TensorFlow) order i, j, f, o  ->  internal order i, f, o, j
 TF_TO_INTERNAL = (0, 2, 3, 1)
 INTERNAL_TO_TF = (0, 3, 1, 2)
-
-# layers whose parameters take at most this many bytes keep their inference weights
-# between calls (the small and embedded shapes; not the original 4096/512 ones)
-INFERENCE_WEIGHTS_CACHED_BYTES = 64 << 20
 
 
 def permute_gates(tensor: torch.Tensor, order: Sequence[int]) -> torch.Tensor:
@@ -84,7 +79,7 @@ class LSTMState(NamedTuple):
 class BiLSTMStack(nn.Module):
     """L projected LSTM layers per direction, forward and backward independent."""
 
-    def __init__(self, config: BiLMConfig, backend: str = AUTO) -> None:
+    def __init__(self, config: BiLMConfig, backend: str = "auto") -> None:
         super().__init__()
         self.n_layers = config.n_layers
         self.hidden = config.lstm_dim
@@ -93,14 +88,28 @@ class BiLSTMStack(nn.Module):
         self.proj_clip = config.proj_clip
         self.use_skip_connections = config.use_skip_connections
         self.dropout = config.dropout
-        self.backend = backends.check(backend)  # see backends.py; BiLM sets it for the whole model
         H, P = config.lstm_dim, config.projection_dim
         # axis 0 = direction (0 forward, 1 backward); gate blocks in order i, f, o, j
         self.weight_ih = nn.ParameterList([nn.Parameter(torch.zeros(2, P, 4 * H)) for _ in range(self.n_layers)])
         self.weight_hh = nn.ParameterList([nn.Parameter(torch.zeros(2, P, 4 * H)) for _ in range(self.n_layers)])
         self.bias = nn.ParameterList([nn.Parameter(torch.zeros(2, 1, 4 * H)) for _ in range(self.n_layers)])
         self.weight_proj = nn.ParameterList([nn.Parameter(torch.zeros(2, H, P)) for _ in range(self.n_layers)])
-        self._kept_weights: Dict[int, Tuple[WeightsKey, lstm_inference.LayerWeights]] = {}
+        self.backend = backend
+
+    @property
+    def backend(self) -> str:
+        """The backend setting its engine was made from ("auto" or an engine's name)."""
+        return self.engine.setting
+
+    @backend.setter
+    def backend(self, name: str) -> None:
+        from .engine import make_engine  # the engine package imports this module
+
+        self.engine: "Engine" = make_engine(name)
+
+    def layer_parameters(self, layer: int) -> Tuple[torch.Tensor, torch.Tensor, torch.Tensor, torch.Tensor]:
+        """(W_ih, W_hh, bias, W_proj) of one layer, each with the direction on axis 0."""
+        return self.weight_ih[layer], self.weight_hh[layer], self.bias[layer], self.weight_proj[layer]
 
     def reset_parameters(self, generator: Optional[torch.Generator] = None) -> None:
         with torch.no_grad():
@@ -129,91 +138,28 @@ class BiLSTMStack(nn.Module):
         lengths: each row's number of positions.
         Returns each layer's output (2, batch, time, projection_dim) in
         processing order (zeros past a row's length) and the final state of
-        every row (its state after its own last step).
+        every row (its state after its own last step). Training mode runs the
+        engine's training path (autograd, dropout); eval mode its inference
+        path, without gradients.
         """
-        batch = rows.index.shape[1]
         if state is None:
-            state = self.zero_state(batch, rows.table)
+            state = self.zero_state(rows.index.shape[1], rows.table)
         lengths = [int(n) for n in lengths]
-        backend = backends.select(self.backend, rows.table)
-        if torch.is_grad_enabled() and not backend.reference:
-            # autograd: the packed training loop, whose backward pass is written by hand
-            outputs, (finals_h, finals_c) = lstm_train.run_stack(self, rows.gather(), lengths, state, backend.kernel)
-            return outputs, LSTMState(tuple(finals_h), tuple(finals_c))
-        # rows by decreasing length: the rows still running at a step are a prefix of the batch
-        order = sorted(range(batch), key=lambda i: -lengths[i])
-        if order == list(range(batch)):
-            return self._layers(rows, lengths, state, backend)
-        device = rows.table.device
-        order_t = torch.tensor(order, device=device)
-        sorted_rows = TokenRows(rows.table, rows.index[:, order_t.to(rows.index.device)])
-        outputs, final = self._layers(sorted_rows, [lengths[i] for i in order], state.select(order_t), backend)
-        inverse = torch.empty_like(order_t)
-        inverse[order_t] = torch.arange(batch, device=device)
-        return [o[:, inverse] for o in outputs], final.select(inverse)
-
-    def _layers(
-        self, rows: TokenRows, lengths: List[int], state: LSTMState, backend: Backend
-    ) -> Tuple[List[torch.Tensor], LSTMState]:
-        """Every layer without the training loop, rows sorted by decreasing length."""
-        dropout = self.dropout if self.training else 0.0
-        # the first layer reads the token table directly where the kernel adds its input products
-        table = (rows.table, rows.index) if backend.kernel and not dropout else None
-        x = None if table is not None else rows.gather()
-        outputs: List[torch.Tensor] = []
-        finals_h, finals_c = [], []
-        for layer in range(self.n_layers):
-            h0, c0 = state.h[layer], state.c[layer]
-            layer_input = nn.functional.dropout(x, dropout, True) if dropout and x is not None else x
-            if backend.reference:
-                assert layer_input is not None
-                params = (self.weight_ih[layer], self.weight_hh[layer], self.bias[layer], self.weight_proj[layer])
-                out, h_n, c_n = reference_layer(layer_input, h0, c0, lengths, *params, self.clips)
-            else:
-                weights = self._inference_weights(layer, rows.table, backend)
-                out, h_n, c_n = lstm_inference.run_layer(
-                    weights, backend, inputs=layer_input, table=table if layer == 0 else None, h0=h0, c0=c0,
-                    lengths=lengths, clips=self.clips,
-                )
-            if self.use_skip_connections and x is not None and layer > 0:
-                out = out + x
-            outputs.append(out)
-            finals_h.append(h_n)
-            finals_c.append(c_n)
-            x = out
-        return outputs, LSTMState(tuple(finals_h), tuple(finals_c))
-
-    def _inference_weights(self, layer: int, like: torch.Tensor, backend: Backend) -> lstm_inference.LayerWeights:
-        """The layer's weights as the fast loops read them, kept between calls for
-        layers of at most INFERENCE_WEIGHTS_CACHED_BYTES.
-
-        Building them costs about 1.5 ms per direction for the small shapes
-        (concatenation, scaling, oneDNN's packing), per batch; kept, they are a
-        second copy of the layer's weights, so the original shapes (134 MB per
-        layer) build them per call. The key is the parameters' `WeightsKey`
-        (identity and version: any in-place update or new tensor rebuilds
-        them), the inputs' dtype and device, and the backend.
-        """
-        params = (self.weight_ih[layer], self.weight_hh[layer], self.bias[layer], self.weight_proj[layer])
-        key = WeightsKey(params, like.dtype, like.device, backend.name)
-        kept = self._kept_weights.get(layer)
-        if kept is not None and kept[0] == key:
-            return kept[1]
-        w_ih, w_hh, bias, w_proj = (p.detach().to(like.dtype) for p in params)
-        weights = lstm_inference.prepare_weights(w_ih, w_hh, bias, w_proj, backend, first_layer=layer == 0)
-        if sum(p.numel() * p.element_size() for p in params) <= INFERENCE_WEIGHTS_CACHED_BYTES:
-            self._kept_weights[layer] = (key, weights)
-        return weights
+        if self.training:
+            return self.engine.train_stack(self, rows, lengths, state)
+        with torch.no_grad():
+            return self.engine.infer_stack(self, rows, lengths, state)
 
     def clear_inference_cache(self) -> None:
-        """Drop the kept inference weights (they are rebuilt when a weight changes anyway)."""
-        self._kept_weights = {}
+        """Drop the engine's kept inference weights (rebuilt when a weight changes anyway)."""
+        self.engine.clear()
 
-    def __getstate__(self) -> dict:
-        # oneDNN's packed weights have no storage to copy or pickle; they are rebuilt on use
-        state = self.__dict__.copy()
-        state["_kept_weights"] = {}
-        return state
+
+def forget_offset(hidden: int, like: torch.Tensor) -> torch.Tensor:
+    """TensorFlow's +1.0 on the forget gate, as a (1, 1, 4H) bias."""
+    offset = like.new_zeros((1, 1, 4 * hidden))
+    offset[..., hidden : 2 * hidden] = 1.0
+    return offset
 
 
 def reference_layer(
@@ -226,23 +172,25 @@ def reference_layer(
     bias: torch.Tensor,
     w_proj: torch.Tensor,
     clips: Tuple[float, float],
+    rows: int = 0,
 ) -> Tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
-    """One layer, both directions, as TensorFlow's projected LSTMCell defines it (the `reference` backend).
+    """One layer, both directions, as TensorFlow's projected LSTMCell defines it (the `reference` engine).
 
     x (2, batch, time, P), h0 (2, batch, P), c0 (2, batch, H); gates in the
     internal order i, f, o, j. Every row runs every step; a row past its
     length keeps its state and outputs zeros. Works with and without
-    gradients. The products are padded to `product_rows` rows, so that a
-    row's numbers do not depend on its batch (heights.py).
+    gradients. rows: compute the products at this many rows (zero rows
+    appended, dropped at the end), so that the caller can make a row's
+    numbers independent of its batch (engine/product_rows.py).
     """
     _, batch, time, _ = x.shape
     H = w_hh.shape[2] // 4
     cell_clip, proj_clip = clips
-    pad = product_rows(batch, "mkl") - batch  # zero rows, dropped at the end
+    pad = max(rows - batch, 0)
     x = nn.functional.pad(x, (0, 0, 0, 0, 0, pad))
     h, c = nn.functional.pad(h0, (0, 0, 0, pad)), nn.functional.pad(c0, (0, 0, 0, pad))
     running_rows = torch.tensor(list(lengths) + [0] * pad, device=x.device)
-    b = bias + lstm_train.forget_offset(H, bias)
+    b = bias + forget_offset(H, bias)
     outputs = []
     for t in range(time):
         gates = torch.baddbmm(b, x[:, :, t], w_ih) + torch.bmm(h, w_hh)
@@ -260,5 +208,5 @@ def reference_layer(
     return out[:, :batch], h[:, :batch], c[:, :batch]
 
 
-__all__ = ["BiLSTMStack", "LSTMState", "TokenRows", "permute_gates", "reference_layer", "TF_TO_INTERNAL",
-           "INTERNAL_TO_TF"]
+__all__ = ["BiLSTMStack", "LSTMState", "TokenRows", "forget_offset", "permute_gates", "reference_layer",
+           "TF_TO_INTERNAL", "INTERNAL_TO_TF"]

@@ -6,7 +6,9 @@
       -> L projected LSTM layers per direction                         -> h_k,j
       -> (L+1, n, 2 * projection_dim) per sentence, layer 0 = [x_k; x_k]
 
-Every sentence starts from zero state unless `stateful` is set, so a token's
+The module's mode picks the path: `eval()` is inference (no gradients, the
+engine's fast loops, the token cache), `train()` is training (autograd,
+dropout). Every sentence starts from zero state unless `stateful` is set, so a token's
 vectors never depend on which sentences share its batch. `stateful = True`
 carries each batch row's final state into the next call, as the reference
 implementations did; it exists for parity with them.
@@ -18,18 +20,18 @@ import numpy
 import torch
 from torch import nn
 
-from . import backends, embedding
-from .backends import AUTO
-from .cache import TokenCache
+from . import bulk
+from .bulk import EMBED_BATCH_SENTENCES, EMBED_BATCH_TOKENS, length_sorted_batches
 from .char_ids import CharIdEncoder
 from .config import BiLMConfig
-from .embedding import EMBED_BATCH_SENTENCES, EMBED_BATCH_TOKENS, length_sorted_batches
+from .engine import AUTO, Engine, make_engine
+from .engine.token_cache import TokenCache
+from .engine.weights_key import WeightsKey, weights_key
 from .layout import BOS_ROW, EOS_ROW, index_rows, stack_layers
 from .lstm import BiLSTMStack, LSTMState, TokenRows
 from .token_encoder import CharCNNEncoder, WordEncoder
 from .token_vocab import CharDictionary, DictionaryCharIdEncoder, WordTableVocabulary
 from .vocab import Vocabulary
-from .weights_key import WeightsKey, weights_key
 
 
 @dataclass
@@ -67,7 +69,7 @@ class BiLM(nn.Module):
     ) -> None:
         """`boundary_strings`: treat the literal tokens "<S>" and "</S>" as sentence
         boundaries, as the reference did (default: ordinary tokens).
-        `backend`: how it computes (backends.py; default: the best available here).
+        `backend`: which engine computes it (engine/; default: the best available here).
         `word_table_vocab`, `char_dictionary`: the token layer's vocabularies,
         needed where the config has a word table or a character dictionary."""
         super().__init__()
@@ -95,7 +97,7 @@ class BiLM(nn.Module):
                 )
             self.token_encoder = WordEncoder(config)
         self.input_vocab = vocab if not config.use_character_inputs else None
-        self.lstm = BiLSTMStack(config)
+        self.lstm = BiLSTMStack(config, backend)
         self.token_cache: Optional[TokenCache] = None
         self.stateful = False
         self._carried: Optional[LSTMState] = None
@@ -105,16 +107,17 @@ class BiLM(nn.Module):
 
     @property
     def backend(self) -> str:
-        """The backend setting (backends.py): "auto", "reference", "mkl", "onednn" or "onednn+kernel"."""
-        return self._backend
+        """The backend setting: "auto", "reference", "mkl", "onednn" or "onednn+kernel"."""
+        return self.engine.setting
 
     @backend.setter
     def backend(self, name: str) -> None:
-        self._backend = backends.check(name)
-        self.lstm.backend = name
+        """Make the engine that computes the model (one, shared by the LSTMs and the token encoder)."""
+        self.engine: Engine = make_engine(name)
+        self.lstm.engine = self.engine
         if isinstance(self.token_encoder, CharCNNEncoder):
-            self.token_encoder.backend = name
-        self.clear_cache()  # computed values may differ in the last bits between backends
+            self.token_encoder.engine = self.engine
+        self.clear_cache()  # computed values may differ in the last bits between engines
 
     def _check_token_vocabularies(
         self, words: Optional[WordTableVocabulary], chars: Optional[CharDictionary]
@@ -230,10 +233,17 @@ class BiLM(nn.Module):
     def encode_tokens(self, tokens: Sequence[str]) -> torch.Tensor:
         """Context-free vectors (n, projection_dim) of distinct tokens, boundaries first.
 
-        Row 0 is <S>, row 1 is </S>, row 2 + i is tokens[i].
+        Row 0 is <S>, row 1 is </S>, row 2 + i is tokens[i]. In eval mode
+        (without autograd) the token cache serves the tokens it holds.
         """
+        if self.training:
+            return self._encode_uncached(tokens, with_boundaries=True)
+        with torch.no_grad():
+            return self._encode_cached(tokens)
+
+    def _encode_cached(self, tokens: Sequence[str]) -> torch.Tensor:
         cache = self.token_cache
-        if cache is None or self.training or torch.is_grad_enabled():
+        if cache is None:
             return self._encode_uncached(tokens, with_boundaries=True)
         cache.validate(weights_key(self, self.backend))
         found, vectors, missing = cache.lookup(tokens)
@@ -268,10 +278,19 @@ class BiLM(nn.Module):
 
         `state` is the initial LSTM state per row; by default zeros, or in
         `stateful` mode the state each row ended the previous call with.
+        In eval mode nothing is recorded for autograd.
         """
-        # without gradients the boundary steps are computed once (their outputs are
-        # not kept); with them, autograd needs every step in the graph
-        if not keep_boundaries and state is None and not self.stateful and not torch.is_grad_enabled():
+        if not self.training:
+            with torch.no_grad():
+                return self._forward(sentences, keep_boundaries, state)
+        return self._forward(sentences, keep_boundaries, state)
+
+    def _forward(
+        self, sentences: Sequence[Sequence[str]], keep_boundaries: bool, state: Optional[LSTMState]
+    ) -> BiLMOutput:
+        # in inference the boundary steps are computed once (their outputs are not
+        # kept); in training, autograd needs every step in the graph
+        if not keep_boundaries and state is None and not self.stateful and not self.training:
             return self._forward_tokens_only(sentences)
         tokens, index, lengths_list = index_rows(sentences, with_boundaries=True)
         time = index.shape[2]
@@ -294,7 +313,7 @@ class BiLM(nn.Module):
         computed once, alone (`_start_state`), and every row starts from it.
         The last step reads the other boundary, whose outputs are dropped: it
         is not run. A row's numbers do not depend on the other rows of its
-        products (heights.py), so they are those of the full run, bit for bit.
+        products (engine/product_rows.py), so they are those of the full run, bit for bit.
         """
         tokens, index, lengths = index_rows(sentences, with_boundaries=False)
         token_vectors = self.encode_tokens(tokens)
@@ -334,7 +353,16 @@ class BiLM(nn.Module):
         Returns the inputs (the token table and the index), each layer's
         output in processing order, and every row's final state. Language-model
         training uses this directly, with a different input per direction.
+        In eval mode nothing is recorded for autograd.
         """
+        if not self.training:
+            with torch.no_grad():
+                return self._run(tokens, index, lengths, state)
+        return self._run(tokens, index, lengths, state)
+
+    def _run(
+        self, tokens: Sequence[str], index: numpy.ndarray, lengths: Sequence[int], state: Optional[LSTMState]
+    ) -> Tuple[TokenRows, List[torch.Tensor], LSTMState]:
         token_vectors = self.encode_tokens(list(tokens))
         rows = TokenRows(token_vectors, torch.from_numpy(numpy.ascontiguousarray(index)).to(token_vectors.device))
         if state is None and self.stateful:
@@ -379,7 +407,7 @@ class BiLM(nn.Module):
         result does not depend on the batching (default, non-stateful mode).
         precision: "float32", or "bfloat16" / "float16" autocast.
         """
-        return embedding.embed(self, sentences, batch_tokens, max_batch_sentences, precision)
+        return bulk.embed(self, sentences, batch_tokens, max_batch_sentences, precision)
 
     def embed_batches(
         self,
@@ -394,7 +422,7 @@ class BiLM(nn.Module):
         not depend on the batch, so every occurrence gets the same numbers);
         each occurrence gets its own array.
         """
-        return embedding.embed_batches(self, sentences, batch_tokens, max_batch_sentences, precision)
+        return bulk.embed_batches(self, sentences, batch_tokens, max_batch_sentences, precision)
 
 
 __all__ = ["BiLM", "BiLMOutput", "length_sorted_batches"]

@@ -13,17 +13,17 @@ highway layers, projection) but without its wasted work:
   the max-pool as that constant wherever the reference has such a window.
 """
 import math
-from typing import List, Optional
+from typing import TYPE_CHECKING, List, Optional
 
 import numpy
 import torch
 from torch import nn
 
-from . import backends, onednn
-from .backends import AUTO
 from .char_ids import PAD_ID
 from .config import BiLMConfig
-from .heights import pad_rows, product_rows
+
+if TYPE_CHECKING:
+    from .engine import Engine
 
 # cap on the rows of one convolution product, so memory stays bounded
 _MAX_CONV_ELEMENTS = 1 << 24
@@ -38,9 +38,15 @@ class CharCNNEncoder(nn.Module):
     learned rows (`word_specials`: boundaries, unknown words).
     """
 
-    def __init__(self, config: BiLMConfig, backend: str = AUTO) -> None:
+    def __init__(self, config: BiLMConfig, engine: Optional["Engine"] = None) -> None:
+        """`engine` computes the dense products in eval mode (BiLM passes its own;
+        default: the best available here)."""
         super().__init__()
-        self.backend = backends.check(backend)  # see backends.py; BiLM sets it for the whole model
+        if engine is None:
+            from .engine import make_engine  # the engine package imports the model's modules
+
+            engine = make_engine()
+        self.engine = engine
         self.max_chars = config.max_characters_per_token
         self.activation = config.activation
         dim = config.char_embedding_dim
@@ -149,16 +155,11 @@ class CharCNNEncoder(nn.Module):
         return x
 
     def _product(self, bias: torch.Tensor, x: torch.Tensor, weight: torch.Tensor) -> torch.Tensor:
-        """`addmm(bias, x, weight)`; without gradients its rows do not depend on how
-        many rows x has (padded to `product_rows`), on oneDNN where the backend
-        says so (the (in, out) weight passed as a transposed view, no copy)."""
-        if torch.is_grad_enabled():
+        """`addmm(bias, x, weight)`: in training mode as is, in eval mode through the
+        engine (whose rows do not depend on how many rows x has)."""
+        if self.training:
             return torch.addmm(bias, x, weight)
-        backend = backends.select(self.backend, x)
-        n = x.shape[0]
-        x = pad_rows(x, product_rows(n, backend.library, "encoder"))
-        out = onednn.linear(x, weight.t(), bias) if backend.onednn else torch.addmm(bias, x, weight)
-        return out[:n]
+        return self.engine.encoder_product(bias, x, weight)
 
     def pool(self, char_ids: torch.Tensor) -> torch.Tensor:
         """Max-pooled convolutions (before the activation), (n, n_filters)."""

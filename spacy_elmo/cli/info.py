@@ -10,7 +10,7 @@ import torch
 import typer
 from wasabi import msg
 
-from ..bilm import backends
+from ..bilm.engine import backends
 from ._util import huge_pages, load_weights_or_fail
 
 

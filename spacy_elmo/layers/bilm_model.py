@@ -30,10 +30,10 @@ from thinc.layers.pytorchwrapper import forward as pytorch_forward
 from thinc.types import Floats3d
 from thinc.util import torch2xp, xp2torch
 
-from ..bilm import backends
+from ..bilm.engine import backends
 from ..bilm.config import BiLMConfig
 from ..bilm.model import BiLM, length_sorted_batches
-from ..bilm.weights_key import weights_key
+from ..bilm.engine.weights_key import weights_key
 from .. import defaults
 from .doc_cache import DocCache
 from .loaders import LOADER_ATTR, ensure_weights

@@ -37,7 +37,7 @@ def test_keep_boundaries(allennlp_bilm):
 def test_inference_without_boundary_steps_is_the_full_run_bit_for_bit(allennlp_dir, ewt_sentences, backend, cached):
     """Without gradients the first step (the same for every row) is computed once
     and the last (a boundary whose outputs are dropped) is skipped: same bits."""
-    from spacy_elmo.bilm import backends
+    from spacy_elmo.bilm.engine import backends
     from spacy_elmo.io import load_bilm
 
     if backends.unavailable_reason(backend):

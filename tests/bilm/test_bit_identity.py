@@ -139,8 +139,14 @@ def model_digests(model: BiLM, name: str) -> Dict[str, str]:
             out["stateful"] = digest(first + second)
             model.stateful = False
             model.reset_states()
-        # with gradients (the training path), dropout off so that the bits are defined
-        out["train_forward"] = digest(_unpadded(model(data, keep_boundaries=True)))
+        # the training path (training mode, with gradients), dropout off so that the bits are defined
+        dropout, model.lstm.dropout = model.lstm.dropout, 0.0
+        model.train()
+        try:
+            out["train_forward"] = digest(_unpadded(model(data, keep_boundaries=True)))
+        finally:
+            model.lstm.dropout = dropout
+            model.eval()
         if name == BACKENDS[0]:
             out["embed_bfloat16"] = digest(model.embed(data[:6], precision="bfloat16"))
     return out

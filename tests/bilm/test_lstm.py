@@ -1,11 +1,9 @@
-"""The LSTM stack: every backend computes the reference recurrence, and the state semantics hold."""
-import copy
-import pickle
-
+"""The LSTM stack: training mode under autograd equals the reference recurrence, and the state semantics hold."""
 import pytest
 import torch
 
-from spacy_elmo.bilm import BiLMConfig, BiLSTMStack, LSTMState, TokenRows, backends, lstm, lstm_inference
+from spacy_elmo.bilm import BiLMConfig, BiLSTMStack, LSTMState, TokenRows
+from spacy_elmo.bilm.engine import backends
 
 
 def _stack(cell_clip=0.5, proj_clip=0.3, skip=True, backend="auto"):
@@ -71,161 +69,23 @@ def test_final_state_is_each_rows_last_step_and_padding_is_zero(backend):
     stack = _stack(backend=backend).float()
     x = torch.randn(2, 3, 6, 4)
     lengths = [6, 2, 4]
-    with torch.no_grad():
+    for mode in (True, False):  # training and inference
+        stack.train(mode)
         outs, final = stack(TokenRows.dense(x), lengths)
+        _check_final_states(outs, final, lengths)
+
+
+def test_eval_mode_records_nothing_for_autograd():
+    stack = _stack(backend="mkl").eval()
+    x = torch.randn(2, 3, 6, 4, dtype=torch.double, requires_grad=True)
+    outs, final = stack(TokenRows.dense(x), [6, 2, 4])
+    assert not any(t.requires_grad for t in (*outs, *final.h, *final.c))
+    stack.train()
+    outs, _ = stack(TokenRows.dense(x), [6, 2, 4])
+    assert outs[-1].requires_grad
+
+
+def _check_final_states(outs, final, lengths):
     for b, n in enumerate(lengths):
         torch.testing.assert_close(final.h[-1][:, b], outs[-1][:, b, n - 1] - (outs[-2][:, b, n - 1]))
         assert torch.all(outs[-1][:, b, n:] == 0)
-
-
-def test_inference_equals_the_training_loop_in_double():
-    """Without gradients the fast loop (stacked [x, h] product, tanh via sigmoid) gives the same numbers."""
-    for clips, skip in (((0.5, 0.3), True), ((None, None), False)):
-        stack = _stack(*clips, skip=skip)
-        x = torch.randn(2, 5, 6, 4, dtype=torch.double)
-        lengths = [5, 6, 0, 1, 3]
-        state = LSTMState(
-            tuple(torch.randn(2, 5, 4, dtype=torch.double) for _ in range(2)),
-            tuple(torch.randn(2, 5, 8, dtype=torch.double) for _ in range(2)),
-        )
-        with torch.no_grad():
-            a, final_a = stack(TokenRows.dense(x), lengths, state)
-        b, final_b = stack(TokenRows.dense(x.clone().requires_grad_()), lengths, state)
-        for p, q in zip([*a, *final_a.h, *final_a.c], [*b, *final_b.h, *final_b.c]):
-            torch.testing.assert_close(p, q.detach(), rtol=0, atol=1e-12)
-        assert torch.equal(final_a.h[0][:, 2], state.h[0][:, 2])  # an empty row keeps its state
-
-
-def _float_case():
-    """A float32 stack, a token table with rows read by several positions, empty and
-    one-step rows, unsorted lengths (rows are reordered inside) and a random state."""
-    stack = _stack().float()
-    torch.manual_seed(1)
-    table = torch.randn(7, 4) * 2
-    index = torch.randint(0, 7, (2, 9, 25))
-    lengths = [3, 25, 0, 1, 25, 7, 8, 15, 2]
-    state = LSTMState(tuple(torch.randn(2, 9, 4) for _ in range(2)), tuple(torch.randn(2, 9, 8) for _ in range(2)))
-    return stack, TokenRows(table, index), lengths, state
-
-
-@pytest.mark.parametrize("backend", backends.BACKENDS[1:])
-def test_every_backend_computes_the_reference_recurrence(backend, monkeypatch):
-    """float32, within the reference fixtures' tolerance; the backend's own step runs."""
-    _needs(backend)
-    stack, rows, lengths, state = _float_case()
-    calls = []
-
-    def counted(name, real):
-        return lambda *a, **k: calls.append(name) or real(*a, **k)
-
-    dense_step = lstm_inference.STEPS[backend]
-    monkeypatch.setitem(lstm_inference.STEPS, backend, counted(dense_step.__name__, dense_step))
-    monkeypatch.setattr(lstm_inference, "kernel_table_step", counted("table", lstm_inference.kernel_table_step))
-    with torch.no_grad():
-        stack.backend = "reference"
-        expected, final_expected = stack(rows, lengths, state)
-        stack.backend = backend
-        got, final_got = stack(rows, lengths, state)
-    expected_steps = {"mkl": {"mkl_step"}, "onednn": {"onednn_step"}, "onednn+kernel": {"kernel_step", "table"}}
-    assert set(calls) == expected_steps[backend]
-    for p, q in zip([*got, *final_got.h, *final_got.c], [*expected, *final_expected.h, *final_expected.c]):
-        torch.testing.assert_close(p, q, rtol=0, atol=1e-6)
-    assert torch.equal(final_got.c[1][:, 2], state.c[1][:, 2])  # an empty row keeps its state
-
-
-def test_token_rows_and_dense_inputs_agree():
-    rows = _float_case()[1]
-    dense = TokenRows.dense(rows.gather())
-    assert torch.equal(dense.gather(), rows.gather())
-    stack, _, lengths, state = _float_case()
-    with torch.no_grad():
-        a, _ = stack(rows, lengths, state)
-        b, _ = stack(dense, lengths, state)
-    for p, q in zip(a, b):
-        torch.testing.assert_close(p, q, rtol=0, atol=1e-6)
-
-
-def test_first_layer_reads_the_table_only_on_onednn_kernel(monkeypatch):
-    _needs("onednn+kernel")
-    stack, rows, lengths, state = _float_case()
-    calls = []
-    real = lstm_inference.table_products
-    monkeypatch.setattr(lstm_inference, "table_products", lambda *a: calls.append(a[0].shape[0]) or real(*a))
-    with torch.no_grad():
-        for backend in backends.BACKENDS:
-            stack.backend = backend
-            stack(rows, lengths, state)
-    assert calls == [7, 7]  # onednn+kernel's first layer, once per direction, one product per table row
-
-
-def test_table_products_are_the_same_bits_in_any_chunking():
-    """Rows of the per-token input products do not depend on how the table is cut."""
-    _needs("onednn")
-    from spacy_elmo.bilm import onednn
-
-    table, weight, bias = torch.randn(301, 16), torch.randn(64, 16), torch.randn(64)
-    with torch.no_grad():
-        packed = onednn.pack(weight)
-        whole = lstm_inference.table_products(table, packed, bias)
-        assert torch.equal(lstm_inference.table_products(table, packed, bias, max_rows=40), whole)  # 7 x 40 + 21
-    torch.testing.assert_close(whole, table @ weight.t() + bias, rtol=0, atol=1e-5)
-
-
-# -- inference weights kept between calls ------------------------------------------------
-def test_inference_weights_are_kept_and_follow_weight_changes(monkeypatch):
-    stack = _stack().float()
-    rows = TokenRows.dense(torch.randn(2, 5, 9, 4))
-    lengths = [9, 9, 4, 2, 1]
-    with torch.no_grad():
-        stack(rows, lengths)
-        kept = stack._kept_weights[0][1]
-        stack(rows, lengths)
-        assert stack._kept_weights[0][1] is kept  # reused, not rebuilt
-        stack.weight_hh[0].mul_(0.5)  # in place, as an optimizer step or load_state_dict does
-        changed, _ = stack(rows, lengths)
-        assert stack._kept_weights[0][1] is not kept
-    reference, _ = stack(rows, lengths)  # the training loop builds nothing to keep
-    for p, q in zip(changed, reference):
-        torch.testing.assert_close(p, q.detach(), rtol=0, atol=1e-6)
-    with torch.no_grad():
-        stack.backend = "mkl"
-        stack(rows, lengths)
-        assert stack._kept_weights[0][1][0].gates.shape == (8, 32)  # PyTorch's (in, out) layout now
-        stack.clear_inference_cache()
-        assert not stack._kept_weights
-        monkeypatch.setattr(lstm, "INFERENCE_WEIGHTS_CACHED_BYTES", 0)
-        stack(rows, lengths)
-        assert not stack._kept_weights  # too large to keep: built per call
-
-
-def test_first_layer_input_packs_only_where_the_kernel_reads_them():
-    _needs("onednn+kernel")
-    stack, rows, lengths, state = _float_case()
-    with torch.no_grad():
-        stack.backend = "onednn"
-        stack(rows, lengths, state)
-        assert stack._kept_weights[0][1][0].input is None
-        stack.backend = "onednn+kernel"
-        stack(rows, lengths, state)  # the key changes with the backend: rebuilt with the packs
-        assert stack._kept_weights[0][1][0].input is not None
-        assert stack._kept_weights[1][1][0].input is None  # never for the upper layers
-
-
-def test_clear_cache_drops_the_kept_inference_weights(allennlp_bilm):
-    allennlp_bilm.embed([["A", "test", "."]])
-    assert allennlp_bilm.lstm._kept_weights
-    allennlp_bilm.clear_cache()
-    assert not allennlp_bilm.lstm._kept_weights
-
-
-def test_a_stack_with_kept_weights_copies_and_pickles():
-    """oneDNN's packed tensors cannot be copied or pickled: they are left behind."""
-    stack = _stack().float()
-    rows = TokenRows.dense(torch.randn(2, 3, 5, 4))
-    with torch.no_grad():
-        expected, _ = stack(rows, [5, 3, 1])
-        assert stack._kept_weights
-        for clone in (copy.deepcopy(stack), pickle.loads(pickle.dumps(stack))):
-            assert not clone._kept_weights
-            got, _ = clone(rows, [5, 3, 1])
-            assert all(torch.equal(a, b) for a, b in zip(got, expected))

@@ -6,7 +6,7 @@ import numpy
 import pytest
 import torch
 
-from spacy_elmo.bilm import backends
+from spacy_elmo.bilm.engine import backends
 from spacy_elmo.io import load_bilm
 
 # The reference tests use 1e-6, but that is the size of float32 rounding in this

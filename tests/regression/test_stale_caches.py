@@ -59,12 +59,16 @@ def test_in_place_edit_of_the_token_encoder_only(cached_bilm, allennlp_dir):
     _assert_same(cached_bilm.embed(SENTENCES), _fresh_embed(allennlp_dir, cached_bilm.state_dict()))
 
 
-def test_fine_tuning_in_eval_mode_then_inference(cached_bilm, allennlp_dir):
-    """An optimizer step without train(True) (dropout off), then inference."""
+def test_fine_tuning_without_dropout_then_inference(cached_bilm, allennlp_dir):
+    """An optimizer step in training mode with the LSTM's dropout off, then inference.
+    (Eval mode computes without autograd: training needs train().)"""
+    cached_bilm.lstm.dropout = 0.0
+    cached_bilm.train()
     optimizer = torch.optim.SGD(cached_bilm.parameters(), lr=0.5)
     loss = cached_bilm(SENTENCES).layers.pow(2).sum()
     loss.backward()
     optimizer.step()
+    cached_bilm.eval()
     _assert_same(cached_bilm.embed(SENTENCES), _fresh_embed(allennlp_dir, cached_bilm.state_dict()))
 
 
@@ -141,7 +145,7 @@ def test_preloaded_words_recomputed_after_a_weight_change(cached_bilm, allennlp_
 
 
 def test_weights_key_identity_version_and_context():
-    from spacy_elmo.bilm.weights_key import WeightsKey, weights_key
+    from spacy_elmo.bilm.engine.weights_key import WeightsKey, weights_key
 
     a = torch.nn.Linear(3, 3)
     key = weights_key(a)

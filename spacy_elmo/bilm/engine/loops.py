@@ -1,9 +1,9 @@
-"""The LSTM layers without gradients: the fast loops of the `mkl`, `onednn` and `onednn+kernel` backends.
+"""The LSTM layers without gradients: the fast loops the `mkl`, `onednn` and `onednn+kernel` engines share.
 
 Each layer runs one direction at a time, one step per position. Rows arrive
 sorted by decreasing length, so the rows still running at step t are a
 prefix of the batch and no work is spent on padding; a row that finishes
-keeps its last state. Every product is computed at `heights.product_rows`
+keeps its last state. Every product is computed at `product_rows.product_rows`
 rows (finished or scratch rows fill it up), so a row's numbers never depend
 on its batch.
 
@@ -29,17 +29,17 @@ Two loops:
   sigmoids.
 
 The step functions (`mkl_step`, `onednn_step`, `kernel_step`,
-`kernel_table_step`) are the only difference between the backends.
+`kernel_table_step`) are the only difference between the engines: each
+engine passes its own to `run_layer`.
 """
 from functools import partial
 from typing import Callable, List, NamedTuple, Optional, Sequence, Tuple
 
 import torch
 
-from . import cell_kernel, onednn
-from .backends import Backend
-from .heights import MAX_ROWS, pad_rows, product_rows
-from .lstm_train import forget_offset
+from ..lstm import forget_offset
+from . import cell_kernel, onednn_ops as onednn
+from .product_rows import MAX_ROWS, pad_rows, product_rows
 
 Clips = Tuple[float, float]
 DenseStep = Callable[[torch.Tensor, torch.Tensor, torch.Tensor], torch.Tensor]
@@ -67,20 +67,23 @@ LayerWeights = Tuple[DirectionWeights, DirectionWeights]
 
 
 def prepare_weights(
-    w_ih: torch.Tensor, w_hh: torch.Tensor, bias: torch.Tensor, w_proj: torch.Tensor, backend: Backend,
-    first_layer: bool,
+    w_ih: torch.Tensor, w_hh: torch.Tensor, bias: torch.Tensor, w_proj: torch.Tensor, packed: bool,
+    split: bool = False,
 ) -> LayerWeights:
-    """Both directions' `DirectionWeights` from a layer's parameters (2, ., .)."""
+    """Both directions' `DirectionWeights` from a layer's parameters (2, ., .).
+
+    packed: laid out for oneDNN's products (else PyTorch's); split: W_ih and
+    W_hh also packed alone, for `table_direction` (a packed first layer read
+    as token-table rows)."""
     H, P = w_hh.shape[2] // 4, w_ih.shape[1]
     scale = w_ih.new_ones((4 * H,))
     scale[3 * H :] = 2.0  # the j gate (internal order i, f, o, j)
     stacked = torch.cat([w_ih, w_hh], dim=1).mul_(scale)
     biases = (bias + forget_offset(H, bias)) * scale
-    if not backend.onednn:
+    if not packed:
         proj2 = w_proj * 2.0
         forward, backward = (DirectionWeights(stacked[d], biases[d, 0], proj2[d]) for d in range(2))
         return forward, backward
-    split = first_layer and backend.kernel
     forward, backward = (
         DirectionWeights(
             gates=onednn.pack(stacked[d].t()),
@@ -96,7 +99,8 @@ def prepare_weights(
 
 def run_layer(
     weights: LayerWeights,
-    backend: Backend,
+    step: Callable[..., torch.Tensor],
+    library: str,
     *,
     inputs: Optional[torch.Tensor] = None,
     table: Optional[Tuple[torch.Tensor, torch.Tensor]] = None,
@@ -107,9 +111,11 @@ def run_layer(
 ) -> Tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
     """One layer, both directions, rows sorted by decreasing length.
 
-    Give `inputs` (2, batch, time, P) for `dense_direction`, or `table` =
-    (token table (n, P), index (2, batch, time)) for `table_direction` (the
-    first layer on `onednn+kernel`). Returns the outputs (2, batch, time, P),
+    step: the engine's dense step (`mkl_step`, `onednn_step`, `kernel_step`);
+    library: whose row rule pads the products ("mkl" or "onednn"). Give
+    `inputs` (2, batch, time, P) for `dense_direction`, or `table` = (token
+    table (n, P), index (2, batch, time)) for `table_direction` (the first
+    layer on `onednn+kernel`). Returns the outputs (2, batch, time, P),
     zeros past each row's length, and every row's final h and c.
     """
     counts = active_counts(lengths)
@@ -127,9 +133,9 @@ def run_layer(
             del input_products, table_step  # freed before the next direction's are computed
         else:
             assert inputs is not None
-            step = partial(STEPS[backend.name], w=w, cell_clip=cell_clip, proj_clip=proj_clip)
-            out, h_n, c_n = dense_direction(inputs=inputs[d], h0=h0[d], c0=c0[d], counts=counts, step=step,
-                                            library=backend.library)
+            dense_step = partial(step, w=w, cell_clip=cell_clip, proj_clip=proj_clip)
+            out, h_n, c_n = dense_direction(inputs=inputs[d], h0=h0[d], c0=c0[d], counts=counts, step=dense_step,
+                                            library=library)
         outs.append(out)
         finals_h.append(h_n)
         finals_c.append(c_n)
@@ -203,7 +209,7 @@ def _keep_final_states(
         c_n[still_running:running] = c2[still_running:running] * 0.5
 
 
-# -- one step per backend: the only place the backends differ ------------------------------
+# -- one step per engine: the only place the engines' loops differ ------------------------
 def mkl_step(xh: torch.Tensor, c2: torch.Tensor, m: torch.Tensor, *, w: DirectionWeights, cell_clip: float,
              proj_clip: float) -> torch.Tensor:
     """PyTorch's products (MKL, or cuBLAS on a GPU), the gate arithmetic in PyTorch's operators."""
@@ -234,9 +240,6 @@ def kernel_table_step(h: torch.Tensor, c2: torch.Tensor, m: torch.Tensor, table_
     packed), the kernel adds each row's precomputed input product before the sigmoids."""
     cell_kernel.update(onednn.linear(h, recurrent), c2, m, cell_clip, input_products, table_rows)
     return onednn.linear(m, out, clip=proj_clip)
-
-
-STEPS = {"mkl": mkl_step, "onednn": onednn_step, "onednn+kernel": kernel_step}
 
 
 def cell_update(gates: torch.Tensor, c2: torch.Tensor, m: torch.Tensor, cell_clip: float) -> None:
@@ -280,4 +283,5 @@ def active_counts(lengths: Sequence[int]) -> List[int]:
     return counts
 
 
-__all__ = ["DirectionWeights", "LayerWeights", "cell_update", "prepare_weights", "run_layer", "table_products"]
+__all__ = ["DirectionWeights", "LayerWeights", "cell_update", "kernel_step", "mkl_step", "onednn_step",
+           "prepare_weights", "run_layer", "table_products"]

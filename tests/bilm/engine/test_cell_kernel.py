@@ -1,15 +1,15 @@
-"""The compiled cell kernel (cell_kernel.py, _lstm_cell.c) against PyTorch's cell update."""
+"""The compiled cell kernel (engine/cell_kernel.py, engine/_lstm_cell.c) against PyTorch's cell update."""
 import platform
 import sys
 
 import pytest
 import torch
 
-from spacy_elmo.bilm.lstm_inference import cell_update
+from spacy_elmo.bilm.engine.loops import cell_update
 
 
 def _needs_kernel():
-    from spacy_elmo.bilm import cell_kernel
+    from spacy_elmo.bilm.engine import cell_kernel
 
     if not cell_kernel.available():
         pytest.skip("the LSTM cell kernel is not built here (no C compiler at install, or not an x86-64 CPU with "
@@ -32,7 +32,7 @@ def _cpu_has_avx2_fma() -> bool:
 def test_cell_kernel_is_built_where_it_applies():
     """The extension is optional at install; on the machines it targets (CI's) a
     failed build would silently leave `auto` on a slower backend, so fail here."""
-    from spacy_elmo.bilm import backends, cell_kernel
+    from spacy_elmo.bilm.engine import backends, cell_kernel
 
     assert cell_kernel.available()
     assert backends.resolve("auto") == "onednn+kernel"

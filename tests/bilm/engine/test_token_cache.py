@@ -35,10 +35,16 @@ def test_lru_bound_and_clear_on_train(allennlp_bilm):
     allennlp_bilm.eval()
 
 
-def test_cache_not_used_with_grad(allennlp_bilm):
+def test_cache_serves_eval_mode_only_and_eval_records_no_gradients(allennlp_bilm):
     allennlp_bilm.enable_cache(max_size=10)
-    out = allennlp_bilm.encode_tokens(["x", "y"])
-    assert out.requires_grad and len(allennlp_bilm.token_cache) == 0
+    out = allennlp_bilm.encode_tokens(["x", "y"])  # eval mode, autograd enabled
+    assert not out.requires_grad and len(allennlp_bilm.token_cache) == 2
+    allennlp_bilm.train()
+    try:
+        out = allennlp_bilm.encode_tokens(["x", "z"])
+        assert out.requires_grad and len(allennlp_bilm.token_cache) == 0  # train() cleared it; nothing added
+    finally:
+        allennlp_bilm.eval()
 
 
 def test_token_cache_lookup_api():

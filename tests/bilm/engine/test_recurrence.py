@@ -2,8 +2,9 @@
 import pytest
 import torch
 
-from spacy_elmo.bilm import BiLMConfig, BiLSTMStack, LSTMState, TokenRows, backends, cell_kernel
-from spacy_elmo.bilm.lstm_train import PackPlan
+from spacy_elmo.bilm import BiLMConfig, BiLSTMStack, LSTMState, TokenRows
+from spacy_elmo.bilm.engine import backends, cell_kernel
+from spacy_elmo.bilm.engine.recurrence import PackPlan
 
 
 def _stack(hidden, proj, clips, dtype, skip=True):

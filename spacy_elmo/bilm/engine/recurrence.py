@@ -16,21 +16,20 @@ in it:
   h_{t-1}; the weight gradients are then one product over all positions.
 
 Each of a step's products is one batched call over both directions (the two
-directions' rows at step t are equally many). On 2 threads that splits the
-work one direction a thread; with one product per direction, each split
-over both threads, pretraining ran at 0.85x the speed of the code before
-this loop, against 1.04x batched (benchmarks/RESULTS.md).
+directions' rows at step t are equally many), so that on 2 threads the work
+splits one direction a thread.
 
 The cell's element-wise work goes through the compiled kernel
-(`cell_kernel.train_forward` / `train_backward`) on the `onednn+kernel`
-backend, PyTorch's ops on the others; the `reference` backend's plain
-recurrence (`lstm.reference_layer`) is what both are tested against.
+(`cell_kernel.train_forward` / `train_backward`) for the `onednn+kernel`
+engine, PyTorch's ops for the others; the model's plain recurrence
+(`lstm.reference_layer`, the `reference` engine) is what both are tested against.
 """
 from typing import Any, List, Optional, Sequence, Tuple
 
 import numpy
 import torch
 
+from ..lstm import LSTMState, forget_offset
 from . import cell_kernel
 
 
@@ -92,13 +91,6 @@ def _step_block(buffer: torch.Tensor, offset: int, rows: int) -> torch.Tensor:
     (direction, row) block, starting at twice the step's packed offset.
     """
     return buffer[2 * offset : 2 * (offset + rows)].view(2, rows, buffer.shape[1])
-
-
-def forget_offset(hidden: int, like: torch.Tensor) -> torch.Tensor:
-    """TensorFlow's +1.0 on the forget gate, as a (1, 1, 4H) bias."""
-    offset = like.new_zeros((1, 1, 4 * hidden))
-    offset[..., hidden : 2 * hidden] = 1.0
-    return offset
 
 
 def _cell_forward(gates, c, c_raw, tanh_c, m, cell_clip, kernel: bool) -> None:
@@ -245,8 +237,8 @@ class LayerRecurrence(torch.autograd.Function):
 
 
 def run_stack(
-    stack: Any, inputs: torch.Tensor, lengths: Sequence[int], state: Any, kernel: bool
-) -> Tuple[List[torch.Tensor], Tuple[List[torch.Tensor], List[torch.Tensor]]]:
+    stack: Any, inputs: torch.Tensor, lengths: Sequence[int], state: LSTMState, kernel: bool
+) -> Tuple[List[torch.Tensor], LSTMState]:
     """`BiLSTMStack.forward` with gradients: every layer over packed positions.
 
     kernel: the cell through the compiled kernel (float32 CPU tensors).
@@ -276,7 +268,7 @@ def run_stack(
         outputs.append(plan.unpack(out, batch))
         finals_h.append(h_n.index_select(1, plan.inverse))
         finals_c.append(c_n.index_select(1, plan.inverse))
-    return outputs, (finals_h, finals_c)
+    return outputs, LSTMState(tuple(finals_h), tuple(finals_c))
 
 
-__all__ = ["PackPlan", "LayerRecurrence", "run_stack", "forget_offset"]
+__all__ = ["PackPlan", "LayerRecurrence", "run_stack"]

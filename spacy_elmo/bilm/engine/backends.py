@@ -1,4 +1,4 @@
-"""The biLM's backends: one explicit choice of how it computes, made once.
+"""The backends' names, and which of them can run on this machine.
 
     reference       the plain recurrence in PyTorch's operators, as TensorFlow's
                     LSTMCell defines it: the readable definition the others are
@@ -17,18 +17,12 @@ The choice is a `BiLM` attribute (`BiLM(config, backend=...)`, `bilm.backend =
 `spacy-elmo info` reports what `auto` resolves to. An explicit backend that
 cannot run here is an error (`BackendError`), never a silent change.
 
-What runs for a given call (`select`) also depends on its tensors: oneDNN and
-the kernel compute float32 CPU tensors outside autocast, so the `onednn`
-backends run anything else (GPU, float64, bfloat16 autocast) on the `mkl`
-loop. With gradients (training) every backend but `reference` takes the
-training loop (`lstm_train.py`), whose cell goes through the kernel on
-`onednn+kernel`. docs/internals.md describes where each speed-up lives.
+Each name is one engine class (`spacy_elmo.bilm.engine`); this module only
+knows the names and whether each can run here.
 """
-from typing import List, NamedTuple, Optional
+from typing import List, Optional
 
-import torch
-
-from . import cell_kernel, onednn
+from . import cell_kernel, onednn_ops
 
 BACKENDS = ("reference", "mkl", "onednn", "onednn+kernel")
 AUTO = "auto"
@@ -38,36 +32,11 @@ class BackendError(ValueError):
     """An unknown backend, or one that cannot run on this machine."""
 
 
-class Backend(NamedTuple):
-    """What runs for one call (see `select`)."""
-
-    name: str
-
-    @property
-    def reference(self) -> bool:
-        return self.name == "reference"
-
-    @property
-    def onednn(self) -> bool:
-        """Products through oneDNN (inference)."""
-        return self.name in ("onednn", "onednn+kernel")
-
-    @property
-    def kernel(self) -> bool:
-        """The gate arithmetic through the compiled cell kernel (inference and training)."""
-        return self.name == "onednn+kernel"
-
-    @property
-    def library(self) -> str:
-        """Which library's products run: "onednn" or "mkl" (PyTorch's own)."""
-        return "onednn" if self.onednn else "mkl"
-
-
 def unavailable_reason(name: str) -> Optional[str]:
     """Why the named backend cannot run here, or None where it can."""
     if name not in BACKENDS:
         return f"unknown backend {name!r}; choose one of {(AUTO, *BACKENDS)}"
-    if name.startswith("onednn") and not onednn.works():
+    if name.startswith("onednn") and not onednn_ops.works():
         return "this PyTorch build's oneDNN linear operators are missing or give wrong numbers"
     if name == "onednn+kernel" and not cell_kernel.available():
         return (
@@ -99,17 +68,4 @@ def check(name: str) -> str:
     return name
 
 
-def select(name: str, like: torch.Tensor) -> Backend:
-    """What runs for tensors like `like` under the setting `name` (see the module docstring)."""
-    chosen = resolve(name)
-    if not chosen.startswith("onednn"):
-        return Backend(chosen)
-    float32_cpu = like.device.type == "cpu" and like.dtype == torch.float32 and not torch.is_autocast_enabled("cpu")
-    if torch.is_grad_enabled():
-        # training: oneDNN's operators have no autograd; the kernel serves the training loop's cell
-        return Backend(chosen if chosen == "onednn+kernel" and float32_cpu else "mkl")
-    return Backend(chosen if float32_cpu and torch.backends.mkldnn.enabled else "mkl")
-
-
-__all__ = ["AUTO", "BACKENDS", "Backend", "BackendError", "available", "check", "resolve", "select",
-           "unavailable_reason"]
+__all__ = ["AUTO", "BACKENDS", "BackendError", "available", "check", "resolve", "unavailable_reason"]

@@ -5,7 +5,7 @@ Sentences are sorted by length and cut into batches under a token budget
 sentence, so more sentences per batch mean taller, more efficient products,
 while the budget bounds a batch's memory. A sentence that occurs more than
 once is computed once. None of this changes a bit of the result: a
-sentence's layers do not depend on its batch (heights.py).
+sentence's layers do not depend on its batch (engine/product_rows.py).
 """
 from typing import TYPE_CHECKING, Dict, Iterable, Iterator, List, Sequence, Tuple
 

@@ -1,0 +1,157 @@
+"""What every engine does: the seam between the biLM's maths and how it is computed.
+
+An engine computes the LSTM stack and the token encoder's dense products for
+one biLM. The model asks it for exactly three things:
+
+* `infer_stack(stack, rows, lengths, state)`: every layer, no autograd (eval mode);
+* `train_stack(stack, rows, lengths, state)`: every layer with autograd (training mode);
+* `encoder_product(bias, x, weight)`: `bias + x @ weight` for the token encoder
+  in eval mode.
+
+The base class drives inference layer by layer: it sorts the rows by
+decreasing length (so the rows still running at a step are a prefix of the
+batch), runs `infer_layer` for each layer, adds the skip connections and puts
+the rows back in their order. A backend is one subclass that says how one
+layer runs (`infer_layer`, `train_stack`) and which row rule pads its
+products (`library`). Whatever an engine prepares from the weights (packed
+or scaled copies) it keeps between calls in `kept_weights`, keyed on the
+parameters' identity and version (weights_key.py), so an update of the weights
+is never missed. Without gradients every product is padded to
+`product_rows` rows, so that a row's numbers never depend on its batch.
+"""
+from typing import Any, Callable, Dict, List, Optional, Tuple
+
+import torch
+
+from ..lstm import BiLSTMStack, LSTMState, TokenRows
+from .product_rows import pad_rows, product_rows
+from .weights_key import WeightsKey
+
+LayerOutput = Tuple[torch.Tensor, torch.Tensor, torch.Tensor]
+StackOutput = Tuple[List[torch.Tensor], LSTMState]
+
+# layers whose parameters take at most this many bytes keep their prepared inference
+# weights between calls (the small and embedded shapes; not the original 4096/512 ones)
+KEPT_WEIGHTS_MAX_BYTES = 64 << 20
+
+
+class Engine:
+    """How one biLM computes. Subclasses are the backends; `setting` is what the user chose."""
+
+    name = ""
+
+    def __init__(self, setting: Optional[str] = None) -> None:
+        self.setting = setting or self.name
+        self._kept: Dict[Tuple[int, str], Tuple[WeightsKey, Any]] = {}
+
+    def __repr__(self) -> str:
+        return f"{type(self).__name__}(setting={self.setting!r})"
+
+    # -- what a backend defines ------------------------------------------------------------
+    def library(self, like: torch.Tensor) -> str:
+        """Whose row rule pads the products for tensors like `like`: "mkl" or "onednn"."""
+        return "mkl"
+
+    def reads_token_table(self, like: torch.Tensor) -> bool:
+        """Whether the first layer reads (token table, index) rather than dense inputs."""
+        return False
+
+    def infer_layer(
+        self, stack: BiLSTMStack, layer: int, x: Optional[torch.Tensor],
+        table: Optional[Tuple[torch.Tensor, torch.Tensor]], h0: torch.Tensor, c0: torch.Tensor,
+        lengths: List[int],
+    ) -> LayerOutput:
+        """One layer without gradients, rows sorted by decreasing length: its outputs
+        (2, batch, time, P), zeros past each row's length, and every row's final h, c.
+        `x` (2, batch, time, P) dense inputs, or `table` where `reads_token_table`."""
+        raise NotImplementedError
+
+    def train_stack(self, stack: BiLSTMStack, rows: TokenRows, lengths: List[int], state: LSTMState) -> StackOutput:
+        """Every layer with autograd (and the stack's dropout), rows in any order."""
+        raise NotImplementedError
+
+    # -- what every engine shares ----------------------------------------------------------
+    def infer_stack(self, stack: BiLSTMStack, rows: TokenRows, lengths: List[int], state: LSTMState) -> StackOutput:
+        """Every layer without gradients, rows in any order (see the module docstring)."""
+        batch = rows.index.shape[1]
+        order = sorted(range(batch), key=lambda i: -lengths[i])
+        if order == list(range(batch)):
+            return self._infer_sorted(stack, rows, lengths, state)
+        device = rows.table.device
+        order_t = torch.tensor(order, device=device)
+        sorted_rows = TokenRows(rows.table, rows.index[:, order_t.to(rows.index.device)])
+        outputs, final = self._infer_sorted(stack, sorted_rows, [lengths[i] for i in order], state.select(order_t))
+        inverse = torch.empty_like(order_t)
+        inverse[order_t] = torch.arange(batch, device=device)
+        return [o[:, inverse] for o in outputs], final.select(inverse)
+
+    def _infer_sorted(self, stack: BiLSTMStack, rows: TokenRows, lengths: List[int], state: LSTMState) -> StackOutput:
+        table = (rows.table, rows.index) if self.reads_token_table(rows.table) else None
+        x = None if table is not None else rows.gather()
+        return run_layers(stack, x, state, lambda layer, inputs, h0, c0: self.infer_layer(
+            stack, layer, inputs, table if layer == 0 else None, h0, c0, lengths))
+
+    def encoder_product(self, bias: torch.Tensor, x: torch.Tensor, weight: torch.Tensor) -> torch.Tensor:
+        """`bias + x @ weight` without gradients, at `product_rows` rows."""
+        n = x.shape[0]
+        padded = pad_rows(x, product_rows(n, self.library(x), "encoder"))
+        return self._product(bias, padded, weight)[:n]
+
+    def _product(self, bias: torch.Tensor, x: torch.Tensor, weight: torch.Tensor) -> torch.Tensor:
+        return torch.addmm(bias, x, weight)
+
+    def kept_weights(self, stack: BiLSTMStack, layer: int, like: torch.Tensor, kind: str,
+                     prepare: Callable[..., Any]) -> Any:
+        """`prepare(W_ih, W_hh, bias, W_proj)` of one layer, kept between calls for layers of at most
+        KEPT_WEIGHTS_MAX_BYTES (larger ones are prepared per call: a kept copy
+        would double their memory). The key is the parameters' identity and
+        version, the inputs' dtype and device, and `kind` (what was prepared)."""
+        params = stack.layer_parameters(layer)
+        key = WeightsKey(params, like.dtype, like.device, kind)
+        kept = self._kept.get((layer, kind))
+        if kept is not None and kept[0] == key:
+            return kept[1]
+        prepared = prepare(*(p.detach().to(like.dtype) for p in params))
+        if sum(p.numel() * p.element_size() for p in params) <= KEPT_WEIGHTS_MAX_BYTES:
+            self._kept[(layer, kind)] = (key, prepared)
+        return prepared
+
+    def clear(self) -> None:
+        """Forget the kept weights."""
+        self._kept = {}
+
+    def __getstate__(self) -> dict:
+        # oneDNN's packed weights have no storage to copy or pickle; they are rebuilt on use
+        state = self.__dict__.copy()
+        state["_kept"] = {}
+        return state
+
+
+def run_layers(
+    stack: BiLSTMStack, x: Optional[torch.Tensor], state: LSTMState,
+    layer_fn: Callable[[int, Optional[torch.Tensor], torch.Tensor, torch.Tensor], LayerOutput],
+    dropout: float = 0.0,
+) -> StackOutput:
+    """Layer after layer: `layer_fn(layer, inputs, h0, c0)`, the skip connections of
+    every layer but the first, and dropout on each layer's inputs where given."""
+    outputs: List[torch.Tensor] = []
+    finals_h, finals_c = [], []
+    for layer in range(stack.n_layers):
+        layer_input = torch.nn.functional.dropout(x, dropout, True) if dropout and x is not None else x
+        out, h_n, c_n = layer_fn(layer, layer_input, state.h[layer], state.c[layer])
+        if stack.use_skip_connections and x is not None and layer > 0:
+            out = out + x
+        outputs.append(out)
+        finals_h.append(h_n)
+        finals_c.append(c_n)
+        x = out
+    return outputs, LSTMState(tuple(finals_h), tuple(finals_c))
+
+
+def runs_onednn(like: torch.Tensor) -> bool:
+    """oneDNN's products serve float32 CPU tensors outside autocast, where PyTorch allows them."""
+    return bool(like.device.type == "cpu" and like.dtype == torch.float32
+                and not torch.is_autocast_enabled("cpu") and torch.backends.mkldnn.enabled)
+
+
+__all__ = ["Engine", "KEPT_WEIGHTS_MAX_BYTES", "LayerOutput", "StackOutput", "run_layers", "runs_onednn"]
