@@ -2,16 +2,22 @@
 
 GPU time comes in short slots on a machine that has PyTorch but not spaCy and
 cannot download anything, and files come back from it at most 16 MiB each.
-Three steps:
+Pretraining needs neither spaCy nor thinc when its text is already tokenized,
+so the text is tokenized here, with spaCy, and the machine gets only the few
+small packages the config system needs. Three steps:
 
     python scripts/gpu_pretrain.py prepare [--work runs/gpu]
-        here: wheels of the packages the machine lacks (for its Python 3.12,
-        the package itself pure Python) and the pretraining text, into WORK
-        (ignored by git; the device tool carries it);
+        here: the pretraining text tokenized by the config's spaCy tokenizer
+        (tokens joined by spaces: the tokens `pretrain` reads from the raw
+        text) and wheels of NEEDS for the machine's Python 3.12 (the package
+        itself pure Python, without its spaCy and thinc dependencies), into
+        WORK (ignored by git; the device tool carries it);
     python scripts/gpu_pretrain.py run OUT [--work runs/gpu] [--minutes 8] [--dry-run]
-        there: install the wheels offline where spaCy is missing, pretrain for a
-        fixed number of minutes on cuda:0 in bfloat16 (checkpoints every 50
-        steps, so an interrupted slot loses little; a second slot resumes),
+        there: install what is missing of NEEDS and the package from the
+        wheels, offline, and pretrain on the tokenized text ([corpus]
+        tokenizer = "whitespace") for a fixed number of minutes on cuda:0 in
+        bfloat16 (checkpoints every 50 steps, so an interrupted slot loses
+        little; a second slot resumes),
         then write model-best without its softmax (the embedding part, at
         most 7 files back) as parts of at most 15 MiB plus a manifest (sha256
         of each whole file) and the run's log into OUT; --dry-run does the
@@ -25,29 +31,60 @@ The config (default configs/pretrain_gpu_2x1024_256.cfg) and any
 """
 import argparse
 import hashlib
+import importlib.util
 import json
 import os
 import shutil
 import subprocess
 import sys
+from importlib import metadata
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
 PART_BYTES = 15 << 20
-# what spacy_elmo needs beyond PyTorch, numpy, h5py, safetensors, tqdm and typer
-WHEELS = ["spacy>=3.7,<4", "thinc>=8.2,<9", "srsly>=2.4", "catalogue>=2.0", "wasabi>=1.1"]
+# what `spacy_elmo pretrain` on tokenized text imports beyond what the machine has (PyTorch,
+# numpy, h5py, safetensors, tqdm, typer): the config system and its validation; pip adds their
+# own dependencies (pydantic-core, annotated-types, typing-inspection, typing-extensions)
+NEEDS = ["confection", "pydantic", "srsly", "catalogue", "wasabi"]
+# the raw text under --data and the tokenized text prepare writes for each
+TEXTS = {"train.txt.gz": "train.tok.txt.gz", "heldout.txt.gz": "heldout.tok.txt.gz"}
+
+
+def requirements() -> list:
+    """NEEDS at the versions installed here, which the tests ran with (unpinned where one is missing)."""
+    pinned = []
+    for name in NEEDS:
+        try:
+            pinned.append(f"{name}=={metadata.version(name)}")
+        except metadata.PackageNotFoundError:
+            pinned.append(name)
+    return pinned
+
+
+def tokenize_texts(source: Path, data: Path, config: str) -> None:
+    """TEXTS' raw files in `source` as `config`'s tokenizer splits them, into `data` (copied as
+    they are where the config already reads tokenized text)."""
+    from spacy_elmo.pretrain.settings import load_config
+    from spacy_elmo.pretrain.text_corpus import pretokenize
+
+    corpus = load_config(config)["corpus"]
+    data.mkdir(parents=True, exist_ok=True)
+    for raw, tokenized in TEXTS.items():
+        if corpus["tokenizer"] == "whitespace":
+            shutil.copy2(source / raw, data / tokenized)
+        else:
+            lines = pretokenize(source / raw, data / tokenized, corpus["lang"])
+            print(f"{source / raw}: {lines:,} lines tokenized by spacy.blank({corpus['lang']!r})")
 
 
 def prepare(args) -> None:
     work = Path(args.work)
-    (work / "data").mkdir(parents=True, exist_ok=True)
-    for name in ("train.txt.gz", "heldout.txt.gz"):
-        shutil.copy2(Path(args.data) / name, work / "data" / name)
+    tokenize_texts(Path(args.data), work / "data", args.config)
     wheels = work / "wheels"
     wheels.mkdir(exist_ok=True)
     subprocess.run([sys.executable, "-m", "pip", "download", "--quiet", "--dest", str(wheels), "--only-binary=:all:",
                     "--python-version", args.python_version, "--platform", "manylinux2014_x86_64",
-                    "--platform", "manylinux_2_17_x86_64", *WHEELS], check=True)
+                    "--platform", "manylinux_2_17_x86_64", *requirements()], check=True)
     # the package itself, pure Python there (the compiled kernel is for x86 CPUs only)
     subprocess.run([sys.executable, "-m", "pip", "wheel", "--quiet", "--no-deps", "--no-build-isolation",
                     "--wheel-dir", str(wheels), str(ROOT)],
@@ -58,11 +95,14 @@ def prepare(args) -> None:
 
 
 def _install_if_missing(work: Path) -> None:
-    try:
-        import spacy  # noqa: F401
-    except ImportError:
-        subprocess.run([sys.executable, "-m", "pip", "install", "--quiet", "--no-index", "--find-links",
-                        str(work / "wheels"), "spacy-elmo"], check=True)
+    """NEEDS (with their dependencies) and the package, from the wheels, where this Python lacks them;
+    the package without its dependencies, spaCy and thinc among them, which pretraining does not use."""
+    pip = [sys.executable, "-m", "pip", "install", "--quiet", "--no-index", "--find-links", str(work / "wheels")]
+    missing = [name for name in NEEDS if importlib.util.find_spec(name) is None]
+    if missing:
+        subprocess.run(pip + missing, check=True)
+    if importlib.util.find_spec("spacy_elmo") is None:
+        subprocess.run(pip + ["--no-deps", "spacy-elmo"], check=True)
 
 
 def run(args, overrides) -> None:
@@ -73,7 +113,8 @@ def run(args, overrides) -> None:
     run_dir = work / "run"
     data = work / "data"
     command = [sys.executable, "-m", "spacy_elmo", "pretrain", args.config, str(run_dir), "--quiet",
-               "--paths.train", str(data / "train.txt.gz"), "--paths.dev", str(data / "heldout.txt.gz"),
+               "--paths.train", str(data / TEXTS["train.txt.gz"]), "--paths.dev", str(data / TEXTS["heldout.txt.gz"]),
+               "--corpus.tokenizer", "whitespace",
                "--paths.cache", str(work / "corpus-cache"), "--training.checkpoint_every", "50",
                "--training.max_minutes", str(args.minutes)]
     if args.dry_run:
@@ -125,15 +166,17 @@ def join(args) -> None:
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     sub = parser.add_subparsers(dest="step", required=True)
+    config = str(ROOT / "configs" / "pretrain_gpu_2x1024_256.cfg")
     p = sub.add_parser("prepare")
     p.add_argument("--work", default="runs/gpu")
+    p.add_argument("--config", default=config, help="its [corpus] tokenizer and lang tokenize the text")
     p.add_argument("--data", default=str(ROOT.parent / "shared" / "data" / "pretrain_en"))
     p.add_argument("--python-version", default="3.12")
     p.add_argument("--minutes", type=float, default=8)
     r = sub.add_parser("run")
     r.add_argument("out")
     r.add_argument("--work", default="runs/gpu")
-    r.add_argument("--config", default=str(ROOT / "configs" / "pretrain_gpu_2x1024_256.cfg"))
+    r.add_argument("--config", default=config)
     r.add_argument("--minutes", type=float, default=8)
     r.add_argument("--dry-run", action="store_true", help="on the CPU, a few steps, float32")
     r.add_argument("--dry-run-steps", type=int, default=4)

@@ -1,12 +1,19 @@
-"""DESIGN.md's one-way dependency: the biLM and the weight formats import neither spaCy nor thinc.
+"""DESIGN.md's one-way dependency: the biLM, the weight formats and pretraining import neither spaCy nor thinc.
 
 Checked in a fresh interpreter, so that modules other tests imported do not hide an import.
 """
 import json
 import subprocess
 import sys
+from pathlib import Path
 
 import pytest
+
+PACKAGE = Path(__file__).resolve().parents[1] / "spacy_elmo"
+# every pretraining module, so that a new one is checked too (found on disk, not by importing)
+PRETRAIN = ["spacy_elmo.pretrain"] + sorted(
+    f"spacy_elmo.pretrain.{path.stem}" for path in (PACKAGE / "pretrain").glob("*.py") if path.stem != "__init__"
+)
 
 WITHOUT_SPACY = [
     "spacy_elmo.bilm",
@@ -18,6 +25,7 @@ WITHOUT_SPACY = [
     "spacy_elmo.io.sources",
     "spacy_elmo.io.native",
     "spacy_elmo.io.published",
+    *PRETRAIN,
 ]
 
 _PROBE = """

@@ -17,13 +17,19 @@ def perplexity_cli(
     ),
     as_json: bool = typer.Option(False, "--json", help="Print one JSON object: forward, backward, mean, tokens"),
     lang: str = typer.Option("en", "--lang", help="spaCy language of the tokenizer"),
+    tokenizer: str = typer.Option(
+        "spacy", "--tokenizer", help="spacy (spaCy's --lang tokenizer) or whitespace (the text is already tokenized)"
+    ),
     max_length: int = typer.Option(64, "--max-length", help="Cut longer lines into segments of this many tokens"),
     batch_tokens: int = typer.Option(4096, "--batch-tokens", help="Padded tokens per batch"),
     gpu_id: int = typer.Option(-1, "--gpu-id", "-g", help="GPU to use (-1: CPU)"),
 ) -> None:
     """Forward, backward and mean perplexity of MODEL_PATH on TEXT_PATH."""
     from ..io.errors import WeightsError
-    from ..pretrain.text_corpus import text_segments
+    from ..pretrain.text_corpus import TOKENIZERS, SpacyRequired, text_segments
+
+    if tokenizer not in TOKENIZERS:
+        fail(f"--tokenizer {tokenizer!r}: choose one of {TOKENIZERS}")
 
     loaded = load_weights_or_fail(model_path, with_softmax=True)
     try:
@@ -34,7 +40,10 @@ def perplexity_cli(
             "ship without one); use a model trained with `spacy_elmo pretrain`"
         )
     lm.to(pick_device(gpu_id))
-    segments = text_segments(text_path, lang, max_length)
+    try:
+        segments = text_segments(text_path, lang, max_length, tokenizer)
+    except SpacyRequired as err:
+        fail(str(err))
     if not segments:
         fail(f"{text_path}: no tokens to score")
     result = lm.perplexity(segments, batch_tokens=batch_tokens)

@@ -27,6 +27,10 @@ def pretrain_cli(
 ) -> None:
     """Pretrain a biLM (ELMo stage one) on plain text, .txt.gz or .spacy files.
 
+    Text is split by spaCy's tokenizer ([corpus] tokenizer = "spacy", the
+    default) or, already tokenized, at whitespace (--corpus.tokenizer
+    whitespace: no spaCy needed).
+
     Settings not in CONFIG_PATH take their defaults; override any of them on
     the command line, e.g. --paths.train corpus.txt.gz --training.max_steps
     1000. --init-from MODEL continues training an existing native model
@@ -35,14 +39,14 @@ def pretrain_cli(
     (DistributedDataParallel). SIGINT/SIGTERM write a checkpoint and stop;
     --resume continues exactly where it left off.
     """
-    from spacy.cli._util import parse_config_overrides
-
     from ..pretrain import Interrupted, SettingsError, load_config, pretrain
     from ..pretrain.checkpoint import CheckpointError
+    from ..pretrain.settings import parse_overrides
+    from ..pretrain.text_corpus import SpacyRequired
 
     try:
-        overrides = parse_config_overrides(ctx.args)
-    except Exception as err:  # click's NoSuchOption for a bad flag
+        overrides = parse_overrides(ctx.args)
+    except SettingsError as err:
         fail(f"could not parse the overrides {ctx.args}: {err}")
     if init_from is not None:
         overrides["paths.init_from"] = init_from
@@ -58,7 +62,7 @@ def pretrain_cli(
     except Interrupted as err:
         msg.warn(str(err))
         raise typer.Exit(130)
-    except (SettingsError, CheckpointError, FileNotFoundError, ValueError) as err:
+    except (SettingsError, CheckpointError, FileNotFoundError, ValueError, SpacyRequired) as err:
         fail(str(err))
     dev = result.get("dev")
     msg.good(f"Trained {result['step']} steps on {result['tokens']:,} tokens in {result['elapsed_s']:.0f}s")

@@ -5,7 +5,7 @@ from contextlib import nullcontext
 from typing import Any, ContextManager, Iterable, Optional
 
 import torch
-from thinc.api import Config
+from confection import Config
 
 from ..bilm.config import BiLMConfig, OptionsError
 from ..bilm.heads import SoftmaxHead

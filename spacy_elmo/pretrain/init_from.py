@@ -8,7 +8,7 @@ from pathlib import Path
 from typing import Any, Dict, Mapping, Optional
 
 import torch
-from thinc.api import Config
+from confection import Config
 
 from ..bilm.language_model import LanguageModel
 from ..io.errors import WeightsError

@@ -4,15 +4,19 @@ A user's file is merged over `DEFAULT_CONFIG`, so it only needs what differs.
 Every key is checked: a misspelt setting is an error naming the known ones,
 never silently ignored (confection drops keys a schema does not know, so this
 check comes first). The values are then validated against `PretrainSchema`
-by thinc's registry; every problem is reported in one `SettingsError`.
+by confection's registry (no spaCy or thinc needed); every problem is reported
+in one `SettingsError`.
 """
+import os
+import shlex
 import typing
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Dict, List, Literal, Optional, Union
 
+import srsly
+from confection import Config, ConfigValidationError, registry
 from pydantic import BaseModel, Field
-from thinc.api import Config, ConfigValidationError, registry
 
 DEFAULT_CONFIG_STR = """
 [paths]
@@ -29,7 +33,11 @@ cache = null
 word_table = null
 
 [corpus]
-# spaCy language whose tokenizer splits the text
+# how text lines are split into tokens: "spacy" (the spaCy tokenizer of `lang`; needs spaCy)
+# or "whitespace" (the text is already tokenized: tokens separated by whitespace)
+tokenizer = "spacy"
+# spaCy language whose tokenizer splits the text (tokenizer = "spacy"; also the vocabulary
+# that reads .spacy files)
 lang = "en"
 # lines longer than this many tokens are cut into consecutive segments
 max_length = 64
@@ -128,6 +136,7 @@ class PathsSchema(BaseModel):
 
 
 class CorpusSchema(BaseModel):
+    tokenizer: Literal["spacy", "whitespace"]
     lang: str
     max_length: int = Field(ge=1)
     max_segments: int = Field(ge=0)
@@ -239,6 +248,42 @@ def load_config(path: Optional[Union[str, Path]] = None, overrides: Optional[Dic
     except ConfigValidationError as err:
         raise SettingsError("; ".join(_describe(error, config) for error in err.errors or [])) from None
     return config
+
+
+OVERRIDES_VARIABLE = "SPACY_CONFIG_OVERRIDES"
+
+
+def parse_overrides(args: List[str], env_var: Optional[str] = OVERRIDES_VARIABLE) -> Dict[str, Any]:
+    """Dotted settings from command-line arguments (`--training.max_steps 100`,
+    `--training.max_steps=100`, a bare `--section.flag` for true) and from the
+    environment variable `env_var` (same form; it wins), as spaCy's commands read
+    them: values are JSON where they parse as JSON, else strings."""
+    env_string = os.environ.get(env_var, "") if env_var else ""
+    return {**_parse_override_args(list(args), "the command line"),
+            **_parse_override_args(shlex.split(env_string), f"${env_var}")}
+
+
+def _parse_override_args(args: List[str], source: str) -> Dict[str, Any]:
+    result: Dict[str, Any] = {}
+    while args:
+        arg = args.pop(0)
+        if not arg.startswith("--"):
+            raise SettingsError(f"invalid override {arg!r} in {source}: a setting starts with --")
+        name = arg.replace("--", "")
+        if "." not in name:
+            raise SettingsError(f"invalid override {arg!r} in {source}: name a setting as --section.key")
+        if "=" in name:
+            name, value = name.split("=", 1)
+            name = name.replace("-", "_")
+        elif not args or args[0].startswith("--"):
+            value = "true"
+        else:
+            value = args.pop(0)
+        try:
+            result[name] = srsly.json_loads(value)
+        except ValueError:
+            result[name] = value
+    return result
 
 
 def _describe(error: Dict[str, Any], config: Config) -> str:
@@ -372,4 +417,4 @@ class RunPaths:
 
 
 __all__ = ["DEFAULT_CONFIG", "DEFAULT_CONFIG_STR", "PretrainSchema", "SettingsError", "check_resume_config",
-           "load_config", "RunPaths"]
+           "load_config", "parse_overrides", "RunPaths"]

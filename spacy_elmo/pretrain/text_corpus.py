@@ -1,12 +1,22 @@
 """Pretraining text: read, tokenize once, stream many times.
 
 Inputs are plain-text files (also gzip-compressed), one paragraph or sentence
-per line, or spaCy `.spacy` DocBin files. The first pass tokenizes them with
-the configured language's spaCy tokenizer, drops whitespace-only tokens, cuts
-lines longer than `max_length` tokens into consecutive segments, counts words
-for the vocabulary, and writes one segment per line (tokens separated by a
-space) to a gzip cache. Every epoch then streams that cache: nothing is ever
-loaded whole, and the cache is reused by later runs on the same inputs.
+per line, or spaCy `.spacy` DocBin files. The first pass tokenizes them, drops
+whitespace-only tokens, cuts lines longer than `max_length` tokens into
+consecutive segments, counts words for the vocabulary, and writes one segment
+per line (tokens separated by a space) to a gzip cache. Every epoch then
+streams that cache: nothing is ever loaded whole, and the cache is reused by
+later runs on the same inputs.
+
+Text lines are split by one of `TOKENIZERS`: "spacy" (the configured
+language's spaCy tokenizer, `spacy.blank(lang)`) or "whitespace" (the text is
+already tokenized: tokens separated by whitespace, as `str.split()` splits
+them). spaCy is imported only where the data needs it, for the "spacy"
+tokenizer and for `.spacy` files; without it those raise `SpacyRequired`, and
+pre-tokenized text trains with no spaCy installed. A spaCy token never holds
+whitespace (its tokenizer splits at every whitespace character), so text
+written as spaCy's tokens joined by spaces reads back under "whitespace" as
+the same tokens (`pretokenize` writes such a file).
 
 A share of the corpus (`part` of `parts`, see `shards.py`) is every
 `parts`-th non-empty line (or DocBin sentence) of its files, starting at line
@@ -26,6 +36,42 @@ from ..io.atomic import atomic_path
 
 PathLike = Union[str, Path]
 _CACHE_VERSION = 1
+TOKENIZERS = ("spacy", "whitespace")
+
+
+class SpacyRequired(ImportError):
+    """The data needs spaCy (its tokenizer, or a `.spacy` file) and spaCy is not installed."""
+
+
+def _import_spacy(why: str) -> Any:
+    """The spacy module, or SpacyRequired saying that `why` needs it and how to get it."""
+    try:
+        import spacy
+    except ImportError:
+        raise SpacyRequired(f"{why} needs spaCy, which is not installed: pip install spacy") from None
+    return spacy
+
+
+def _spacy_tokenizer(lang: str) -> Any:
+    spacy = _import_spacy(
+        f'[corpus] tokenizer = "spacy" (splitting text with spacy.blank({lang!r})\'s tokenizer)'
+    )
+    return spacy.blank(lang).tokenizer  # a Tokenizer (spaCy types it as any callable)
+
+
+def tokenize_lines(
+    lines: Iterable[str], tokenizer: str = "spacy", lang: str = "en", batch_size: int = 1000
+) -> Iterator[List[str]]:
+    """One token list per line (whitespace tokens dropped): split by spaCy's `lang` tokenizer
+    or, with tokenizer "whitespace", at whitespace (the lines are already tokenized)."""
+    if tokenizer == "whitespace":
+        for line in lines:
+            yield line.split()
+        return
+    if tokenizer != "spacy":
+        raise ValueError(f"tokenizer {tokenizer!r}: choose one of {TOKENIZERS}")
+    for doc in _spacy_tokenizer(lang).pipe(lines, batch_size=batch_size):
+        yield [t.text for t in doc if not t.is_space]
 
 
 def open_text(path: PathLike):
@@ -71,32 +117,39 @@ def _readable_suffix(path: Path) -> bool:
 
 
 def _tokenized_lines(
-    files: Sequence[Path], lang: str, batch_size: int = 1000, part: int = 0, parts: int = 1
+    files: Sequence[Path],
+    lang: str,
+    batch_size: int = 1000,
+    part: int = 0,
+    parts: int = 1,
+    tokenizer: str = "spacy",
 ) -> Iterator[List[str]]:
     """Token lists: one per text line, one per sentence (or doc) of DocBin files; with
     `parts` > 1 only every `parts`-th of them (per file), starting at `part`."""
-    import spacy
-    from spacy.tokens import DocBin
-
-    nlp = spacy.blank(lang)
     for path in files:
         if path.suffix == ".spacy":
-            units = 0
-            for doc in DocBin().from_disk(path).get_docs(nlp.vocab):
-                spans = doc.sents if doc.has_annotation("SENT_START") else [doc[:]]
-                for span in spans:
-                    if units % parts == part:
-                        yield [t.text for t in span if not t.is_space]
-                    units += 1
+            yield from _docbin_sentences(path, lang, part, parts)
             continue
         with open_text(path) as handle:
             lines = (line.strip() for line in handle)
             lines = (line for line in lines if line)
             if parts > 1:
                 lines = (line for i, line in enumerate(lines) if i % parts == part)
-            tokenizer: Any = nlp.tokenizer  # a Tokenizer (spaCy types it as any callable)
-            for doc in tokenizer.pipe(lines, batch_size=batch_size):
-                yield [t.text for t in doc if not t.is_space]
+            yield from tokenize_lines(lines, tokenizer, lang, batch_size)
+
+
+def _docbin_sentences(path: Path, lang: str, part: int, parts: int) -> Iterator[List[str]]:
+    """A DocBin's sentences (its docs, where they have no sentence boundaries) as token lists."""
+    spacy = _import_spacy(f"{path}: reading a .spacy (DocBin) file")
+    from spacy.tokens import DocBin
+
+    units = 0
+    for doc in DocBin().from_disk(path).get_docs(spacy.blank(lang).vocab):
+        spans = doc.sents if doc.has_annotation("SENT_START") else [doc[:]]
+        for span in spans:
+            if units % parts == part:
+                yield [t.text for t in span if not t.is_space]
+            units += 1
 
 
 def split_long(tokens: List[str], max_length: int) -> Iterator[List[str]]:
@@ -109,19 +162,34 @@ def split_long(tokens: List[str], max_length: int) -> Iterator[List[str]]:
         yield tokens[start : start + max_length]
 
 
-def text_segments(path: PathLike, lang: str, max_length: int) -> List[List[str]]:
-    """A text file's non-empty lines tokenized by spaCy's `lang` tokenizer and cut
-    into segments of at most `max_length` tokens, as pretraining reads text
-    (`spacy_elmo perplexity` scores these)."""
-    import spacy
-
-    tokenizer: Any = spacy.blank(lang).tokenizer
+def text_segments(path: PathLike, lang: str, max_length: int, tokenizer: str = "spacy") -> List[List[str]]:
+    """A text file's non-empty lines tokenized (spaCy's `lang` tokenizer, or "whitespace" for
+    tokenized text) and cut into segments of at most `max_length` tokens, as pretraining reads
+    text (`spacy_elmo perplexity` scores these)."""
     segments: List[List[str]] = []
     with open_text(path) as handle:
         lines = (line.strip() for line in handle)
-        for doc in tokenizer.pipe(line for line in lines if line):
-            segments.extend(split_long([t.text for t in doc if not t.is_space], max_length))
+        for tokens in tokenize_lines((line for line in lines if line), tokenizer, lang):
+            segments.extend(split_long(tokens, max_length))
     return segments
+
+
+def pretokenize(source: PathLike, target: PathLike, lang: str = "en") -> int:
+    """Write `source`'s non-empty lines as spaCy's `lang` tokenizer splits them, tokens joined by
+    a space, to `target` (gzip if it ends in .gz): pretraining on `target` with tokenizer
+    "whitespace" reads the tokens that tokenizer "spacy" reads from `source`, without spaCy.
+    Lines without a token are left out. Returns the number of lines written."""
+    target = Path(target)
+    written = 0
+    with open_text(source) as handle, atomic_path(target) as tmp:
+        out = gzip.open(tmp, "wt", encoding="utf-8") if target.suffix == ".gz" else tmp.open("w", encoding="utf-8")
+        with out:
+            lines = (line.strip() for line in handle)
+            for tokens in tokenize_lines((line for line in lines if line), "spacy", lang):
+                if tokens:
+                    out.write(" ".join(tokens) + "\n")
+                    written += 1
+    return written
 
 
 class TokenizedCorpus:
@@ -161,12 +229,15 @@ class TokenizedCorpus:
         on_tokenize: Optional[Callable[[int], None]] = None,
         part: int = 0,
         parts: int = 1,
+        tokenizer: str = "spacy",
     ) -> "TokenizedCorpus":
         """Tokenize `paths` into the cache (once) and return it. With `parts` > 1, only the
         share `part` of `parts` (see the module docstring), which may be empty; otherwise
-        a corpus without tokens is a ValueError."""
+        a corpus without tokens is a ValueError. `tokenizer` is one of `TOKENIZERS`."""
+        if tokenizer not in TOKENIZERS:
+            raise ValueError(f"tokenizer {tokenizer!r}: choose one of {TOKENIZERS}")
         files = _expand(paths)
-        key = _cache_key(files, lang, max_length, max_segments, part, parts)
+        key = _cache_key(files, lang, max_length, max_segments, part, parts, tokenizer)
         cache_dir = Path(cache_dir) / key
         cache_file = cache_dir / "segments.txt.gz"
         counts_file = cache_dir / "counts.json.gz"
@@ -180,7 +251,7 @@ class TokenizedCorpus:
         bar = tqdm(desc=f"tokenizing {names}", unit=" tok", unit_scale=True, disable=not progress)
         try:
             with atomic_path(cache_file) as tmp, gzip.open(tmp, "wt", encoding="utf-8", compresslevel=3) as out:
-                for tokens in _tokenized_lines(files, lang, part=part, parts=parts):
+                for tokens in _tokenized_lines(files, lang, part=part, parts=parts, tokenizer=tokenizer):
                     # a token never holds a space (whitespace tokens were dropped),
                     # but other whitespace inside one must not split it on reading
                     tokens = [t.replace(" ", "\u00a0") for t in tokens]
@@ -203,6 +274,7 @@ class TokenizedCorpus:
         info = {
             "files": [str(f) for f in files],
             "lang": lang,
+            "tokenizer": tokenizer,
             "max_length": max_length,
             "segments": n_segments,
             "tokens": n_tokens,
@@ -216,7 +288,13 @@ class TokenizedCorpus:
 
 
 def _cache_key(
-    files: Sequence[Path], lang: str, max_length: int, max_segments: int, part: int = 0, parts: int = 1
+    files: Sequence[Path],
+    lang: str,
+    max_length: int,
+    max_segments: int,
+    part: int = 0,
+    parts: int = 1,
+    tokenizer: str = "spacy",
 ) -> str:
     digest = hashlib.sha1()
     for f in files:
@@ -225,6 +303,8 @@ def _cache_key(
     digest.update(f"{lang}|{max_length}|{max_segments}|{_CACHE_VERSION}".encode())
     if parts > 1:  # a whole corpus keeps the key it always had
         digest.update(f"|part {part} of {parts}".encode())
+    if tokenizer != "spacy":  # so does spaCy's tokenizer, the default
+        digest.update(f"|tokenizer {tokenizer}".encode())
     return digest.hexdigest()[:16]
 
 
@@ -238,4 +318,15 @@ def iter_segments(corpus: TokenizedCorpus, limit_tokens: int = 0) -> Iterable[Li
             return
 
 
-__all__ = ["TokenizedCorpus", "expand_paths", "open_text", "split_long", "iter_segments", "text_segments"]
+__all__ = [
+    "TOKENIZERS",
+    "SpacyRequired",
+    "TokenizedCorpus",
+    "expand_paths",
+    "iter_segments",
+    "open_text",
+    "pretokenize",
+    "split_long",
+    "text_segments",
+    "tokenize_lines",
+]

@@ -26,7 +26,7 @@ from typing import Any, ContextManager, Dict, Iterator, List, Optional, Union
 
 import numpy
 import torch
-from thinc.api import Config
+from confection import Config
 from tqdm import tqdm
 
 from ..bilm.language_model import LanguageModel, LMBatch
@@ -38,7 +38,6 @@ from ..io.native import NativeModel, save_native
 from .batching import sentence_batches, shuffled, skip, stream_batches
 from .building import build_language_model, build_optimizer, learning_rate, training_autocast
 from .checkpoint import CheckpointError, load_checkpoint, rng_state, save_checkpoint, set_rng_state
-from .text_corpus import TokenizedCorpus, expand_paths, iter_segments
 from .distill import DistilledLM, DistillError, DistillTargets, Teacher, batch_sentences, build_distillation
 from .distributed import Dist, check_replicas, init_distributed, shutdown
 from .init_from import continue_from, start_model, start_provenance
@@ -46,6 +45,7 @@ from .plot import plot_perplexity
 from .progress import Progress, StopFlag, Window
 from .settings import RunPaths, SettingsError, check_resume_config
 from .shards import ShardedCorpus, Share, plan_shares, shares_from_state
+from .text_corpus import TokenizedCorpus, expand_paths, iter_segments
 from .word_table import WordTableError, load_word_table, read_table_info
 
 PathLike = Union[str, Path]
@@ -106,7 +106,8 @@ class Trainer:
         if not paths["train"]:
             raise SettingsError("no training text: set [paths] train (or --paths.train FILE)")
         cache = Path(paths["cache"]) if paths["cache"] else self.paths.corpus_cache
-        kwargs = dict(lang=corpus_cfg["lang"], max_length=corpus_cfg["max_length"], progress=self.progress)
+        kwargs = dict(lang=corpus_cfg["lang"], tokenizer=corpus_cfg["tokenizer"], max_length=corpus_cfg["max_length"],
+                      progress=self.progress)
         self.position.layout = self.layout(state)
         self.sharded: Optional[ShardedCorpus] = None
         if self.position.layout == "files":

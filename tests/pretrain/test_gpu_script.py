@@ -1,5 +1,7 @@
 """scripts/gpu_pretrain.py: the GPU slot's script runs here as a dry run on the CPU, and its parts join back."""
+import gzip
 import json
+import shutil
 import subprocess
 import sys
 from pathlib import Path
@@ -7,34 +9,55 @@ from pathlib import Path
 import torch
 
 from spacy_elmo.io import load_model
+from spacy_elmo.pretrain.text_corpus import TokenizedCorpus
 
 SCRIPT = Path(__file__).resolve().parents[2] / "scripts" / "gpu_pretrain.py"
 CONFIGS = Path(__file__).resolve().parents[2] / "configs"
+sys.path.insert(0, str(SCRIPT.parent))
+import gpu_pretrain  # noqa: E402
 
 
-def test_dry_run_writes_parts_that_join_into_the_trained_model(small_corpus, tmp_path):
-    import gzip
-    import shutil
-
-    work, out = tmp_path / "work", tmp_path / "out"
-    (work / "data").mkdir(parents=True)
-    for name in ("train.txt.gz", "heldout.txt.gz"):
-        with open(small_corpus, "rb") as src, gzip.open(work / "data" / name, "wb") as dst:
+def _raw_texts(small_corpus: Path, folder: Path) -> Path:
+    folder.mkdir(parents=True)
+    for name in gpu_pretrain.TEXTS:
+        with open(small_corpus, "rb") as src, gzip.open(folder / name, "wb") as dst:
             shutil.copyfileobj(src, dst)
+    return folder
+
+
+def test_the_machine_gets_no_spacy_or_thinc():
+    names = [requirement.split("=")[0] for requirement in gpu_pretrain.requirements()]
+    assert names == gpu_pretrain.NEEDS and not {"spacy", "thinc"} & set(names)
+    assert all("==" in requirement for requirement in gpu_pretrain.requirements())  # the versions tested here
+
+
+def test_text_is_tokenized_here_as_pretrain_tokenizes_it(small_corpus, tmp_path):
+    raw = _raw_texts(small_corpus, tmp_path / "raw")
+    gpu_pretrain.tokenize_texts(raw, tmp_path / "data", str(CONFIGS / "pretrain_gpu_2x1024_256.cfg"))
+    for name, tokenized in gpu_pretrain.TEXTS.items():
+        from_raw = TokenizedCorpus.prepare(raw / name, tmp_path / "cache", progress=False)
+        from_tokens = TokenizedCorpus.prepare(tmp_path / "data" / tokenized, tmp_path / "cache", progress=False,
+                                              tokenizer="whitespace")
+        assert list(from_tokens.segments()) == list(from_raw.segments())
+
+
+def test_dry_run_writes_parts_that_join_into_the_trained_model(small_corpus, tmp_path, without_spacy_env,
+                                                               monkeypatch):
+    work, out = tmp_path / "work", tmp_path / "out"
+    gpu_pretrain.tokenize_texts(_raw_texts(small_corpus, tmp_path / "raw"), work / "data",
+                                str(CONFIGS / "pretrain_tiny.cfg"))
+    # the slot's side runs where spaCy and thinc cannot be imported
     done = subprocess.run(
         [sys.executable, str(SCRIPT), "run", str(out), "--work", str(work), "--dry-run", "--dry-run-steps", "3",
          "--config", str(CONFIGS / "pretrain_tiny.cfg"), "--training.threads", "1"],
-        capture_output=True, text=True, timeout=600,
+        capture_output=True, text=True, timeout=600, env=without_spacy_env,
     )
     assert done.returncode == 0, done.stderr[-3000:]
     manifest = json.loads((out / "manifest.json").read_text())
     assert set(manifest) == {"elmo.json", "bilm.safetensors"}  # the embedding part: no softmax
     assert (out / "log.jsonl").exists()
     # parts are capped (the tiny model fits in one; a cap of a few bytes shows the split)
-    sys.path.insert(0, str(SCRIPT.parent))
-    import gpu_pretrain
-
-    gpu_pretrain.PART_BYTES = 1000
+    monkeypatch.setattr(gpu_pretrain, "PART_BYTES", 1000)
     small = tmp_path / "small"
     small.mkdir()
     gpu_pretrain.split(work / "model-embedding", small)

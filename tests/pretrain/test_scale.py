@@ -47,16 +47,16 @@ def _rank_main(rank, world, port, config_path, overrides, out_dir, report_dir, r
     os.environ.update({"MASTER_ADDR": "127.0.0.1", "MASTER_PORT": str(port), "RANK": str(rank),
                        "LOCAL_RANK": str(rank), "WORLD_SIZE": str(world), "OMP_NUM_THREADS": "1"})
     torch.set_num_threads(1)
-    from spacy_elmo.pretrain import corpus
+    from spacy_elmo.pretrain import text_corpus
 
     opened = []
-    real = corpus.open_text
+    real = text_corpus.open_text
 
     def recording(path):
         opened.append(Path(path).name)
         return real(path)
 
-    corpus.open_text = recording
+    text_corpus.open_text = recording
     trainer = Trainer(load_config(config_path, overrides), out_dir, device="cpu", progress=False)
     result = trainer.run(resume=resume)
     report = {"opened": sorted(opened), "vocab": trainer.vocab.words, "step": result["step"],
