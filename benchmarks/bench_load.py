@@ -9,11 +9,11 @@ machine as it is ("idle"), then with `--burners` busy-loop processes beside
 it ("loaded"). torch's own thread count is left at its default (the
 machine's cores) unless the option says otherwise. Options:
 
-    torch-default      threads = 0: torch's own setting, whatever the load
+    torch-default      threads = 0 (the default): torch's own setting, whatever the load
     one-thread         threads = 1
     passive-wait       threads = 0 with OMP_WAIT_POLICY=PASSIVE (waiting threads sleep)
     no-spin            threads = 0 with GOMP_SPINCOUNT=0
-    auto               threads = "auto" (the default: the cores other processes leave free)
+    load-aware         threads = "load-aware": the cores other processes leave free
 
 Figures depend on the machine and what else runs on it: measure on an
 otherwise idle machine.
@@ -34,7 +34,7 @@ OPTIONS = {
     "one-thread": (1, {}),
     "passive-wait": (0, {"OMP_WAIT_POLICY": "PASSIVE"}),
     "no-spin": (0, {"GOMP_SPINCOUNT": "0"}),
-    "auto": ("auto", {}),
+    "load-aware": ("load-aware", {}),
 }
 
 CHILD = """

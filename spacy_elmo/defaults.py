@@ -11,7 +11,7 @@ The module imports nothing, so the command line and the layers can share it
 without pulling in each other's dependencies.
 
 Bulk embedding (`embed`, `BiLM.embed`) batches with its own, larger budget
-(`spacy_elmo.bilm.bulk.EMBED_BATCH_TOKENS`): it runs over whole files, where
+(`EMBED_BATCH_TOKENS`, which `BiLM.embed` takes by default): it runs over whole files, where
 taller products pay off, while the component's `batch_tokens` bounds the
 memory of one `nlp.pipe` batch in a process that also runs other components.
 """

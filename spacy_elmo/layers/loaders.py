@@ -34,6 +34,7 @@ other package did).
 """
 import importlib
 import importlib.util
+from functools import partial
 from pathlib import Path
 from typing import Callable, List, Optional, Union
 
@@ -79,15 +80,19 @@ PathLike = Union[str, Path]
 
 
 class WeightsLoader:
-    """A loader: reads one model (`read`) and fills a biLM model with it (calling it)."""
+    """A loader: reads one model (`read`) and fills a biLM model with it (calling it).
 
-    def __init__(self, read: Callable[[bool], NativeModel], source: str) -> None:
+    `read` is a module-level function (or a partial of one), so that the
+    loader, which a component's model keeps, pickles with the pipeline.
+    """
+
+    def __init__(self, read: Callable[..., NativeModel], source: str) -> None:
         self._read = read
         self.source = source
 
     def read(self, with_softmax: bool = False) -> NativeModel:
         """The model this loader names (its softmax and vocabulary only where asked and present)."""
-        return self._read(with_softmax)
+        return self._read(with_softmax=with_softmax)
 
     def __call__(self, model: Model, X=None, Y=None) -> Model:
         from .bilm_model import get_bilm, has_bilm, set_bilm  # bilm_model imports this module
@@ -112,46 +117,46 @@ def EmbeddedLoader(name: Optional[str] = None) -> WeightsLoader:
     if name is not None and not (DEFAULT_MODEL_DIR.parent / name / "elmo.json").is_file():
         available = sorted(p.name for p in DEFAULT_MODEL_DIR.parent.iterdir() if (p / "elmo.json").is_file())
         raise WeightsError(f"spacy-elmo.EmbeddedLoader.v1: no embedded model {name!r}; available: {available}")
-
-    def read(with_softmax: bool) -> NativeModel:
-        directory = default_model_path() if name is None else DEFAULT_MODEL_DIR.parent / name
-        return load_native(directory, with_softmax=with_softmax)
-
-    return WeightsLoader(read, f"embedded model {name or DEFAULT_MODEL_DIR.name}")
+    return WeightsLoader(partial(_read_embedded, name), f"embedded model {name or DEFAULT_MODEL_DIR.name}")
 
 
 @thinc_registry.model_loaders("spacy-elmo.PublishedLoader.v1")  # type: ignore[attr-defined]
 def PublishedLoader(path: PathLike) -> WeightsLoader:
     """A directory of published ELMo weights: `options.json` + `weights.hdf5` (+ `vocab.txt`)."""
-
-    def read(with_softmax: bool) -> NativeModel:
-        directory = _directory(path)
-        options, weights, vocab = find_published_files(directory)
-        return NativeModel(load_published(options, weights, vocab), metadata={"source": str(directory),
-                                                                              "format": "published"})
-
-    return WeightsLoader(read, str(path))
+    return WeightsLoader(partial(_read_published, path), str(path))
 
 
 @thinc_registry.model_loaders("spacy-elmo.NativeLoader.v1")  # type: ignore[attr-defined]
 def NativeLoader(path: PathLike) -> WeightsLoader:
     """A directory in this package's format (`elmo.json` + `bilm.safetensors`), as `pretrain` writes it."""
-
-    def read(with_softmax: bool) -> NativeModel:
-        directory = _directory(path)
-        if not is_native(directory):
-            raise WeightsError(
-                f"{directory}: no elmo.json; for options.json + weights.hdf5 use spacy-elmo.PublishedLoader.v1"
-            )
-        return load_native(directory, with_softmax=with_softmax)
-
-    return WeightsLoader(read, str(path))
+    return WeightsLoader(partial(_read_native, path), str(path))
 
 
 @thinc_registry.model_loaders("spacy-elmo.SourceLoader.v1")  # type: ignore[attr-defined]
 def SourceLoader(source: PathLike) -> WeightsLoader:
     """Any model source: a directory of any layout, an archive, a URL, "OPTIONS_URL WEIGHTS_URL" or a catalogue name."""
-    return WeightsLoader(lambda softmax: load_model(source, with_softmax=softmax), str(source))
+    return WeightsLoader(partial(load_model, source), str(source))
+
+
+def _read_embedded(name: Optional[str], with_softmax: bool) -> NativeModel:
+    directory = default_model_path() if name is None else DEFAULT_MODEL_DIR.parent / name
+    return load_native(directory, with_softmax=with_softmax)
+
+
+def _read_published(path: PathLike, with_softmax: bool) -> NativeModel:
+    directory = _directory(path)
+    options, weights, vocab = find_published_files(directory)
+    metadata = {"source": str(directory), "format": "published"}
+    return NativeModel(load_published(options, weights, vocab), metadata=metadata)
+
+
+def _read_native(path: PathLike, with_softmax: bool) -> NativeModel:
+    directory = _directory(path)
+    if not is_native(directory):
+        raise WeightsError(
+            f"{directory}: no elmo.json; for options.json + weights.hdf5 use spacy-elmo.PublishedLoader.v1"
+        )
+    return load_native(directory, with_softmax=with_softmax)
 
 
 def resolve_loader(weights: WeightsSetting = None) -> Loader:

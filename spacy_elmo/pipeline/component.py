@@ -416,11 +416,10 @@ class Elmo(TrainablePipe):
         if loader is not None and weights is not None:
             raise ValueError(f"[initialize.components.{self.name}]: give a loader or weights, not both")
         if weights is not None:
-            loader = resolve_loader(weights)
+            loader = self.model.attrs[LOADER_ATTR] = resolve_loader(weights)
             self.cfg["weights"] = str(weights)
         if loader is not None:
             loader(self.model)
-            self.model.attrs[LOADER_ATTR] = loader  # a copy of the model (replace_listeners) reads the same
         self._check_ready()
         docs = [eg.predicted for eg in islice(get_examples(), 10)]
         self.model.initialize(X=docs)

@@ -117,3 +117,119 @@ def test_weights_setting_still_works(allennlp_dir):
     nlp.add_pipe("elmo")
     nlp.initialize(lambda: [Example.from_dict(nlp.make_doc("a b"), {})])
     assert get_bilm(nlp.get_pipe("elmo").model).width == load_bilm().width
+
+
+def _doc(text="The bank of the river ."):
+    return spacy.blank("en").make_doc(text)
+
+
+@pytest.fixture
+def reads(monkeypatch):
+    """Every model a loader reads, by source (WeightsLoader.read, counted)."""
+    from spacy_elmo.layers.loaders import WeightsLoader
+
+    seen = []
+    real = WeightsLoader.read
+
+    def counting(self, with_softmax=False):
+        seen.append(self.source)
+        return real(self, with_softmax)
+
+    monkeypatch.setattr(WeightsLoader, "read", counting)
+    return seen
+
+
+def test_resolve_loader_names_every_kind_of_setting(allennlp_dir):
+    from spacy_elmo.layers.loaders import WeightsLoader, resolve_loader
+    from spacy_elmo.resources import DEFAULT_MODEL_DIR
+
+    embedded = resolve_loader(None)
+    assert isinstance(embedded, WeightsLoader) and embedded.source == f"embedded model {DEFAULT_MODEL_DIR.name}"
+    assert resolve_loader(str(allennlp_dir)).source == str(allennlp_dir)
+    assert resolve_loader("small").source == "small"  # a catalogue name: nothing fetched until it runs
+
+    def custom(model, X=None, Y=None):
+        return model
+
+    assert resolve_loader(custom) is custom
+    assert resolve_loader(allennlp_dir).read().bilm.width == load_bilm(allennlp_dir).width
+
+
+def test_the_forward_reads_no_file(reads):
+    """A biLM model that holds no biLM refuses to run; it does not go and load one."""
+    from spacy_elmo.layers import ElmoBiLM, ElmoNotReady
+
+    model = ElmoBiLM()
+    with pytest.raises(ElmoNotReady, match="no biLM weights are loaded"):
+        model.predict([_doc()])
+    with pytest.raises(ElmoNotReady):
+        model.begin_update([_doc()])
+    assert reads == []
+
+
+def test_a_bare_model_is_filled_by_its_loader_at_initialize(allennlp_dir, reads):
+    from spacy_elmo.layers import ElmoBiLM, PublishedLoader
+
+    model = ElmoBiLM()
+    model.attrs["loader"] = PublishedLoader(allennlp_dir)
+    model.initialize()
+    assert reads == [str(allennlp_dir)]
+    words = ["The", "bank", "of", "the", "river", "."]
+    numpy.testing.assert_allclose(model.predict([_doc()])[0], load_bilm(allennlp_dir).embed([words])[0], atol=1e-5)
+
+
+def test_the_component_loads_once_on_first_use(allennlp_dir, reads):
+    """add_pipe reads nothing; the first doc runs the loader; later docs and batches reuse it."""
+    nlp = spacy.blank("en")
+    nlp.add_pipe("elmo", config={"weights": str(allennlp_dir)})
+    assert reads == []
+    nlp("first")
+    nlp("second")
+    list(nlp.pipe(["third", "fourth"]))
+    assert reads == [str(allennlp_dir)]
+    _same_as(nlp, load_bilm(allennlp_dir))
+
+
+def test_the_embedded_model_without_initialize(reads):
+    nlp = spacy.blank("en")
+    nlp.add_pipe("elmo")
+    doc = nlp("The bank of the river .")
+    assert doc._.elmo.shape[:2] == (3, 6) and len(reads) == 1
+
+
+def test_a_loaded_pipeline_never_runs_its_loader(allennlp_dir, tmp_path, reads):
+    """spacy.load and from_bytes fill the biLM from the pipeline's own bytes: the weights it names are not read."""
+    nlp = spacy.blank("en")
+    nlp.add_pipe("elmo", config={"weights": str(allennlp_dir)})
+    nlp.to_disk(tmp_path / "p")
+    data = nlp.to_bytes()
+    assert reads == [str(allennlp_dir)]  # saving before first use loads once, so the pipeline carries its weights
+    reads.clear()
+    loaded = spacy.load(tmp_path / "p")
+    _same_as(loaded, load_bilm(allennlp_dir))
+    other = spacy.blank("en")
+    other.add_pipe("elmo", config={"weights": str(allennlp_dir)})
+    other.from_bytes(data)
+    _same_as(other, load_bilm(allennlp_dir))
+    assert reads == []
+
+
+def test_the_commands_read_through_the_same_resolution(allennlp_dir, monkeypatch):
+    from typer.testing import CliRunner
+
+    from spacy_elmo.cli import app
+    from spacy_elmo.cli._util import load_weights_or_fail
+    from spacy_elmo.layers import loaders
+
+    asked = []
+    real = loaders.resolve_loader
+
+    def recording(weights=None):
+        asked.append(weights)
+        return real(weights)
+
+    monkeypatch.setattr(loaders, "resolve_loader", recording)
+    result = CliRunner().invoke(app, ["info", str(allennlp_dir), "--json"])
+    assert result.exit_code == 0, result.output
+    assert asked == [str(allennlp_dir)]
+    assert load_weights_or_fail(None).bilm.width == load_bilm().width and asked[-1] is None

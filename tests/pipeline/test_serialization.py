@@ -126,3 +126,16 @@ def test_a_damaged_saved_pipeline_is_a_weights_error(nlp_tmp_weights, tmp_path, 
     path.write_bytes(bytes(data))
     with pytest.raises(WeightsError, match="truncated or corrupted"):
         spacy.load(tmp_path / "pipeline")
+
+
+@pytest.mark.parametrize("used", [False, True], ids=["before-first-use", "after"])
+def test_a_pipeline_pickles(allennlp_dir, used):
+    """nlp.pipe(n_process=N) pickles the pipeline where processes are spawned: the component's loader too."""
+    import pickle
+
+    nlp = spacy.blank("en")
+    nlp.add_pipe("elmo", config={"weights": str(allennlp_dir)})
+    if used:
+        nlp("warm up")
+    other = pickle.loads(pickle.dumps(nlp))
+    numpy.testing.assert_array_equal(other(TEXTS[0])._.elmo, nlp(TEXTS[0])._.elmo)
