@@ -15,7 +15,7 @@ from typing import Optional, Sequence
 import torch
 from torch import nn
 
-from .sampled_loss import sampled_softmax_nll
+from .engine.sampled_loss import sampled_softmax_nll
 
 HEAD_KINDS = ("full", "sampled", "adaptive")
 

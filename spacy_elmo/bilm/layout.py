@@ -5,10 +5,33 @@ token table (direction 0 reads each row in order, direction 1 reversed within
 its length). Out: (L+1, batch, time, 2 * projection_dim) layers in reading
 order, layer 0 being the token vector twice.
 """
+from dataclasses import dataclass
 from typing import Dict, List, Sequence, Tuple
 
 import numpy
 import torch
+
+
+@dataclass
+class BiLMOutput:
+    """Output of one batch.
+
+    layers: (L+1, batch, time, width); time = longest sentence (+2 with
+        boundaries kept); zeros past each row's length.
+    lengths: (batch,) number of positions of each row in `layers`.
+    """
+
+    layers: torch.Tensor
+    lengths: torch.Tensor
+
+    def mask(self) -> torch.Tensor:
+        time = self.layers.shape[2]
+        return torch.arange(time, device=self.lengths.device)[None, :] < self.lengths[:, None]
+
+    def unpadded(self) -> List[torch.Tensor]:
+        """Per row: (L+1, length, width)."""
+        return [self.layers[:, i, :n] for i, n in enumerate(self.lengths.tolist())]
+
 
 # index values of the sentence boundaries; a batch's tokens follow from 2 on
 BOS_ROW, EOS_ROW = 0, 1
@@ -62,4 +85,4 @@ def reverse_index(lengths: Sequence[int], time: int) -> torch.Tensor:
     return torch.from_numpy(index)
 
 
-__all__ = ["BOS_ROW", "EOS_ROW", "index_rows", "reverse_index", "stack_layers"]
+__all__ = ["BiLMOutput", "BOS_ROW", "EOS_ROW", "index_rows", "reverse_index", "stack_layers"]

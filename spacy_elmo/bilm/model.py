@@ -13,46 +13,23 @@ vectors never depend on which sentences share its batch. `stateful = True`
 carries each batch row's final state into the next call, as the reference
 implementations did; it exists for parity with them.
 """
-from dataclasses import dataclass
 from typing import Iterator, List, Optional, Sequence, Tuple, Union
 
 import numpy
 import torch
 from torch import nn
 
-from . import bulk
-from .bulk import EMBED_BATCH_SENTENCES, EMBED_BATCH_TOKENS, length_sorted_batches
 from .char_ids import CharIdEncoder
 from .config import BiLMConfig
-from .engine import AUTO, Engine, make_engine
+from .engine import AUTO, Engine, bulk, inference, make_engine
+from .engine.bulk import EMBED_BATCH_SENTENCES, EMBED_BATCH_TOKENS, length_sorted_batches
 from .engine.token_cache import TokenCache
 from .engine.weights_key import WeightsKey, weights_key
-from .layout import BOS_ROW, EOS_ROW, index_rows, stack_layers
+from .layout import BiLMOutput, index_rows, stack_layers
 from .lstm import BiLSTMStack, LSTMState, TokenRows
 from .token_encoder import CharCNNEncoder, WordEncoder
 from .token_vocab import CharDictionary, DictionaryCharIdEncoder, WordTableVocabulary
 from .vocab import Vocabulary
-
-
-@dataclass
-class BiLMOutput:
-    """Output of one batch.
-
-    layers: (L+1, batch, time, width); time = longest sentence (+2 with
-        boundaries kept); zeros past each row's length.
-    lengths: (batch,) number of positions of each row in `layers`.
-    """
-
-    layers: torch.Tensor
-    lengths: torch.Tensor
-
-    def mask(self) -> torch.Tensor:
-        time = self.layers.shape[2]
-        return torch.arange(time, device=self.lengths.device)[None, :] < self.lengths[:, None]
-
-    def unpadded(self) -> List[torch.Tensor]:
-        """Per row: (L+1, length, width)."""
-        return [self.layers[:, i, :n] for i, n in enumerate(self.lengths.tolist())]
 
 
 class BiLM(nn.Module):
@@ -186,7 +163,7 @@ class BiLM(nn.Module):
             with torch.no_grad():
                 for start in range(0, len(words), 4096):
                     chunk = words[start : start + 4096]
-                    self.token_cache.pin(chunk, self._encode_uncached(chunk, with_boundaries=False))
+                    self.token_cache.pin(chunk, self.encode_uncached(chunk, with_boundaries=False))
         return self.token_cache
 
     def disable_cache(self) -> None:
@@ -212,8 +189,8 @@ class BiLM(nn.Module):
         self._carried = None
 
     # -- the token encoder -----------------------------------------------------------
-    def _encode_uncached(self, tokens: Sequence[str], with_boundaries: bool) -> torch.Tensor:
-        """Vectors for [<S>, </S>] + tokens (or tokens alone)."""
+    def encode_uncached(self, tokens: Sequence[str], with_boundaries: bool) -> torch.Tensor:
+        """Vectors for [<S>, </S>] + tokens (or tokens alone), computed now."""
         device = self.device
         if self.config.use_character_inputs:
             ids = self.char_encoder.encode(tokens)
@@ -237,35 +214,9 @@ class BiLM(nn.Module):
         (without autograd) the token cache serves the tokens it holds.
         """
         if self.training:
-            return self._encode_uncached(tokens, with_boundaries=True)
+            return self.encode_uncached(tokens, with_boundaries=True)
         with torch.no_grad():
-            return self._encode_cached(tokens)
-
-    def _encode_cached(self, tokens: Sequence[str]) -> torch.Tensor:
-        cache = self.token_cache
-        if cache is None:
-            return self._encode_uncached(tokens, with_boundaries=True)
-        cache.validate(weights_key(self, self.backend))
-        found, vectors, missing = cache.lookup(tokens)
-        # <S>/</S> are computed alone, once, and kept, like every cached token:
-        # the same bits whatever batch or history (see the regression test
-        # tests/regression/test_batch_invariance.py)
-        if cache.boundaries is None:
-            cache.boundaries = self._encode_uncached([], with_boundaries=True).detach()
-        boundaries = cache.boundaries
-        if missing:
-            missing_tokens = [tokens[i] for i in missing]
-            computed = self._encode_uncached(missing_tokens, with_boundaries=False)
-            cache.add(missing_tokens, computed)
-        if not found:
-            return torch.cat([boundaries, computed]) if missing else boundaries.clone()
-        out = boundaries.new_empty((len(tokens) + 2, boundaries.shape[1]))
-        out[:2] = boundaries
-        device = out.device
-        if missing:
-            out[torch.tensor(missing, device=device) + 2] = computed
-        out[torch.tensor(found, device=device) + 2] = torch.stack(vectors).to(device=device, dtype=out.dtype)
-        return out
+            return inference.encode_tokens(self, tokens)
 
     # -- the model -------------------------------------------------------------------
     def forward(
@@ -291,7 +242,7 @@ class BiLM(nn.Module):
         # in inference the boundary steps are computed once (their outputs are not
         # kept); in training, autograd needs every step in the graph
         if not keep_boundaries and state is None and not self.stateful and not self.training:
-            return self._forward_tokens_only(sentences)
+            return inference.forward_tokens_only(self, sentences)
         tokens, index, lengths_list = index_rows(sentences, with_boundaries=True)
         time = index.shape[2]
         rows, outputs, _ = self.run(tokens, index, lengths_list, state)
@@ -304,38 +255,6 @@ class BiLM(nn.Module):
         inner_mask = (torch.arange(time - 2)[None, :] < inner[:, None]).to(device)
         stacked = stacked[:, :, 1:-1] * inner_mask[None, :, :, None].to(stacked.dtype)
         return BiLMOutput(stacked, inner.to(device))
-
-    def _forward_tokens_only(self, sentences: Sequence[Sequence[str]]) -> BiLMOutput:
-        """Inference from the zero state, boundaries dropped: the same bits, two steps fewer per row.
-
-        Every row's first step reads <S> (forward) or </S> (backward) from the
-        zero state, so the state after it is the same for all rows: it is
-        computed once, alone (`_start_state`), and every row starts from it.
-        The last step reads the other boundary, whose outputs are dropped: it
-        is not run. A row's numbers do not depend on the other rows of its
-        products (engine/product_rows.py), so they are those of the full run, bit for bit.
-        """
-        tokens, index, lengths = index_rows(sentences, with_boundaries=False)
-        token_vectors = self.encode_tokens(tokens)
-        device = token_vectors.device
-        start = self._start_state(token_vectors).select(torch.zeros(len(sentences), dtype=torch.long, device=device))
-        rows = TokenRows(token_vectors, torch.from_numpy(index).to(device))
-        outputs, _ = self.lstm(rows, lengths, start)
-        stacked = stack_layers(token_vectors[rows.index[0]], outputs, lengths)
-        return BiLMOutput(stacked, torch.tensor(lengths, dtype=torch.long, device=device))
-
-    def _start_state(self, token_vectors: torch.Tensor) -> LSTMState:
-        """The state after the first step (<S> forward, </S> backward) from zeros, one row.
-
-        Kept until a weight, the precision or the backend changes (`weights_key.py`).
-        """
-        key = weights_key(self, token_vectors.dtype, token_vectors.device, self.backend)
-        if self._start is None or self._start[0] != key:
-            index = torch.tensor([[[BOS_ROW]], [[EOS_ROW]]], device=token_vectors.device)
-            boundaries = token_vectors[:2]  # the table rows it reads; not the batch's whole table
-            _, start = self.lstm(TokenRows(boundaries, index), [1])
-            self._start = (key, start)
-        return self._start[1]
 
     def run(
         self,

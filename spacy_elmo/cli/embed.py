@@ -8,7 +8,7 @@ from tqdm import tqdm
 from wasabi import msg
 
 from ..bilm.engine import BackendError
-from ..bilm.bulk import EMBED_BATCH_SENTENCES, EMBED_BATCH_TOKENS
+from ..bilm.engine.bulk import EMBED_BATCH_SENTENCES, EMBED_BATCH_TOKENS
 from .. import defaults
 from ._util import fail, load_weights_or_fail, pick_device
 

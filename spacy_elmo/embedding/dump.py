@@ -34,7 +34,7 @@ from typing import TYPE_CHECKING, Callable, Dict, Iterable, Iterator, List, Opti
 
 import numpy
 
-from ..bilm.bulk import EMBED_BATCH_SENTENCES, EMBED_BATCH_TOKENS
+from ..bilm.engine.bulk import EMBED_BATCH_SENTENCES, EMBED_BATCH_TOKENS
 from ..bilm.model import BiLM
 from ..faults import fault_point
 from ..io.atomic import commit

@@ -26,7 +26,7 @@ from typing import TYPE_CHECKING, Any, Callable, Dict, Iterator, List, Optional,
 import numpy
 
 from .. import defaults
-from ..bilm.bulk import EMBED_BATCH_SENTENCES, EMBED_BATCH_TOKENS
+from ..bilm.engine.bulk import EMBED_BATCH_SENTENCES, EMBED_BATCH_TOKENS
 from .dump import (
     InputsLike,
     InputPlan,

@@ -4,7 +4,7 @@ import pytest
 import torch
 
 from spacy_elmo.bilm.heads import SoftmaxHead
-from spacy_elmo.bilm.sampled_loss import sampled_softmax_nll
+from spacy_elmo.bilm.engine.sampled_loss import sampled_softmax_nll
 
 
 def _reference_sampled(head, hidden, targets, generator):

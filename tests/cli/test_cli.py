@@ -7,7 +7,7 @@ import sys
 import h5py
 from typer.testing import CliRunner
 
-from spacy_elmo.bilm import backends
+from spacy_elmo.bilm.engine import backends
 from spacy_elmo.cli import app
 
 runner = CliRunner()

@@ -11,7 +11,7 @@ master weights) under autocast; the products around it stay in autocast's.
 import pytest
 import torch
 
-from spacy_elmo.bilm import backends
+from spacy_elmo.bilm.engine import backends
 
 
 @pytest.mark.parametrize("backend", backends.BACKENDS)

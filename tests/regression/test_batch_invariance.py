@@ -16,7 +16,7 @@ import random
 import numpy
 import pytest
 
-from spacy_elmo.bilm import backends
+from spacy_elmo.bilm.engine import backends
 from spacy_elmo.io import load_bilm
 from spacy_elmo.resources import default_model_path
 
@@ -88,7 +88,7 @@ def test_token_vectors_do_not_depend_on_the_other_new_tokens(backend):
     letters = "abcdefghijklmnopqrstuvwxyzAEIOU-'0123456789éß"
     vocab = list(dict.fromkeys("".join(rng.choice(letters) for _ in range(rng.randint(1, 16))) for _ in range(400)))
     with torch.no_grad():
-        full = model._encode_uncached(vocab, with_boundaries=False)
+        full = model.encode_uncached(vocab, with_boundaries=False)
         for height in (1, 2, 5, 17, 43, 64, 150):
-            part = model._encode_uncached(vocab[:height], with_boundaries=False)
+            part = model.encode_uncached(vocab[:height], with_boundaries=False)
             assert torch.equal(part, full[:height]), (height, float((part - full[:height]).abs().max()))

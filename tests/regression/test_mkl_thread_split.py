@@ -17,8 +17,8 @@ import numpy
 import pytest
 import torch
 
-from spacy_elmo.bilm import backends
-from spacy_elmo.bilm.heights import product_rows
+from spacy_elmo.bilm.engine import backends
+from spacy_elmo.bilm.engine.product_rows import product_rows
 from spacy_elmo.io import load_bilm
 
 

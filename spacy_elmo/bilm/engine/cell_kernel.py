@@ -38,7 +38,7 @@ def update(
     addend: Optional[torch.Tensor] = None,
     addend_index: Optional[torch.Tensor] = None,
 ) -> None:
-    """`lstm_inference.cell_update` from the gates' pre-activations (j's doubled), in place.
+    """`loops.cell_update` from the gates' pre-activations (j's doubled), in place.
 
     gates (rows, 4H): the step product without activation; c2 (rows, H): the
     doubled cell, updated; m (rows, H): receives o (sigmoid(c2) - 1/2).
@@ -72,7 +72,7 @@ def _check(tensors: Sequence[Tuple[torch.Tensor, Tuple[int, ...], torch.dtype]])
 def train_forward(
     gates: torch.Tensor, c: torch.Tensor, c_raw: torch.Tensor, tanh_c: torch.Tensor, m: torch.Tensor, cell_clip: float
 ) -> None:
-    """One training step's cell (see `lstm_train._cell_forward`), in place.
+    """One training step's cell (see `recurrence._cell_forward`), in place.
 
     gates (rows, 4H): pre-activations in, activations (s_i, s_f, s_o, tanh j)
     out; c (rows, H): the previous (clipped) cell in, the new one out; c_raw,
@@ -88,7 +88,7 @@ def train_forward(
 
 def train_backward(gates: torch.Tensor, d_gates: torch.Tensor, dm: torch.Tensor, dc: torch.Tensor, c_raw: torch.Tensor,
                    tanh_c: torch.Tensor, c_prev: torch.Tensor, cell_clip: float, clip_prev: bool = True) -> None:
-    """The gradients of `train_forward` (see `lstm_train._cell_backward`).
+    """The gradients of `train_forward` (see `recurrence._cell_backward`).
 
     gates (rows, 4H): the activations, read; d_gates (rows, 4H): receives the
     pre-activations' gradients; dc (rows, H): the carried cell gradient in,

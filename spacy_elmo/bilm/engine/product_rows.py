@@ -33,7 +33,7 @@ import torch
 ONEDNN_MIN_ROWS = 8
 MKL_MIN_ROWS = {"step": 8, "encoder": 64}
 MKL_ROW_BLOCK = 4
-# the first LSTM layer's per-token input products (`lstm_inference.table_products`)
+# the first LSTM layer's per-token input products (`loops.table_products`)
 # of more rows than this are computed at a multiple of it: a batch's table height
 # follows its vocabulary, so a coarse step keeps oneDNN's kernels few
 TABLE_GRANULE = 256

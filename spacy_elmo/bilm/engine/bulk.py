@@ -13,10 +13,10 @@ import numpy
 import torch
 
 if TYPE_CHECKING:
-    from .model import BiLM
+    from ..model import BiLM
 
-# 8k tokens / 512 sentences per batch: measured faster than 4k / 256 for `embed`
-# and as fast as 16k / 512, with a lower peak memory (benchmarks/RESULTS.md)
+# 8k tokens / 512 sentences per batch: a bounded peak memory and tall products
+# (benchmarks/RESULTS.md has the batch sizes measured)
 EMBED_BATCH_TOKENS = 8192
 EMBED_BATCH_SENTENCES = 512
 

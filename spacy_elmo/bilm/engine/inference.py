@@ -1,0 +1,78 @@
+"""The biLM's inference shortcuts: the token cache and the boundary steps computed once.
+
+Both give the bits of the plain computation (eval-mode `BiLM.forward` with
+the boundaries kept), only faster:
+
+* `encode_tokens`: tokens already in the biLM's token cache are copied from
+  it, only the others go through the token encoder. `<S>` and `</S>` are
+  computed alone, once, and kept like every cached token, so their vectors
+  never depend on the batch or the history.
+* `forward_tokens_only`: from the zero state every row's first step reads
+  `<S>` (forward) or `</S>` (backward), so the state after it is the same for
+  all rows: it is computed once, alone (`start_state`, kept until a weight,
+  the precision or the backend changes), and every row starts from it. The
+  last step reads the other boundary, whose outputs are dropped: it is not
+  run. A row's numbers do not depend on the other rows of its products
+  (product_rows.py), so they are those of the full run, bit for bit.
+"""
+from typing import TYPE_CHECKING, Sequence
+
+import torch
+
+from ..layout import BOS_ROW, EOS_ROW, BiLMOutput, index_rows, stack_layers
+from ..lstm import LSTMState, TokenRows
+from .weights_key import weights_key
+
+if TYPE_CHECKING:
+    from ..model import BiLM
+
+
+def encode_tokens(bilm: "BiLM", tokens: Sequence[str]) -> torch.Tensor:
+    """`BiLM.encode_tokens` in eval mode: [<S>, </S>] + tokens, through the token cache where there is one."""
+    cache = bilm.token_cache
+    if cache is None:
+        return bilm.encode_uncached(tokens, with_boundaries=True)
+    cache.validate(weights_key(bilm, bilm.backend))
+    found, vectors, missing = cache.lookup(tokens)
+    if cache.boundaries is None:
+        cache.boundaries = bilm.encode_uncached([], with_boundaries=True).detach()
+    boundaries = cache.boundaries
+    if missing:
+        missing_tokens = [tokens[i] for i in missing]
+        computed = bilm.encode_uncached(missing_tokens, with_boundaries=False)
+        cache.add(missing_tokens, computed)
+    if not found:
+        return torch.cat([boundaries, computed]) if missing else boundaries.clone()
+    out = boundaries.new_empty((len(tokens) + 2, boundaries.shape[1]))
+    out[:2] = boundaries
+    device = out.device
+    if missing:
+        out[torch.tensor(missing, device=device) + 2] = computed
+    out[torch.tensor(found, device=device) + 2] = torch.stack(vectors).to(device=device, dtype=out.dtype)
+    return out
+
+
+def forward_tokens_only(bilm: "BiLM", sentences: Sequence[Sequence[str]]) -> BiLMOutput:
+    """Eval-mode `BiLM.forward` from the zero state, boundaries dropped (see the module docstring)."""
+    tokens, index, lengths = index_rows(sentences, with_boundaries=False)
+    token_vectors = bilm.encode_tokens(tokens)
+    device = token_vectors.device
+    start = start_state(bilm, token_vectors).select(torch.zeros(len(sentences), dtype=torch.long, device=device))
+    rows = TokenRows(token_vectors, torch.from_numpy(index).to(device))
+    outputs, _ = bilm.lstm(rows, lengths, start)
+    stacked = stack_layers(token_vectors[rows.index[0]], outputs, lengths)
+    return BiLMOutput(stacked, torch.tensor(lengths, dtype=torch.long, device=device))
+
+
+def start_state(bilm: "BiLM", token_vectors: torch.Tensor) -> LSTMState:
+    """The state after the first step (<S> forward, </S> backward) from zeros, one row, kept in `bilm._start`."""
+    key = weights_key(bilm, token_vectors.dtype, token_vectors.device, bilm.backend)
+    if bilm._start is None or bilm._start[0] != key:
+        index = torch.tensor([[[BOS_ROW]], [[EOS_ROW]]], device=token_vectors.device)
+        boundaries = token_vectors[:2]  # the table rows it reads; not the batch's whole table
+        _, state = bilm.lstm(TokenRows(boundaries, index), [1])
+        bilm._start = (key, state)
+    return bilm._start[1]
+
+
+__all__ = ["encode_tokens", "forward_tokens_only", "start_state"]
