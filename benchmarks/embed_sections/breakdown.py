@@ -19,7 +19,7 @@ TABLE = "LSTM layer 0: input products per distinct token (K=128)"
 
 
 def run(args) -> str:
-    from spacy_elmo.bilm.engine import cell_kernel, loops as lstm_inference, onednn_ops as onednn
+    from spacy_elmo.bilm.engine import cell_kernel, loops, onednn_ops as onednn
     from spacy_elmo.bilm import model as model_module
     from spacy_elmo.io import dump
 
@@ -55,7 +55,7 @@ def run(args) -> str:
     def table_products(a, k, out):
         return "= " + TABLE, 0
 
-    real_table_products = lstm_inference.table_products
+    real_table_products = loops.table_products
 
     def flag_table_products(*a, **k):
         in_table[0] = True
@@ -64,10 +64,10 @@ def run(args) -> str:
         finally:
             in_table[0] = False
 
-    lstm_inference.table_products = flag_table_products
+    loops.table_products = flag_table_products
     timed(onednn, "linear", product)
     timed(cell_kernel, "update", lambda a, k, out: ("LSTM cell kernel (sigmoids, cell, m)", 0))
-    timed(lstm_inference, "run_layer", lambda a, k, out: ("= LSTM layers in all", 0))
+    timed(loops, "run_layer", lambda a, k, out: ("= LSTM layers in all", 0))
     timed(model_module.BiLM, "encode_tokens", lambda a, k, out: ("= token encoder in all", 0))
     timed(model_module, "stack_layers", lambda a, k, out: ("output layers assembled", 0))
     timed(dump._DatasetWriter, "write", lambda a, k, out: ("HDF5 writes (one dataset per sentence)", 0))
@@ -83,7 +83,7 @@ def run(args) -> str:
             total = time.perf_counter() - start
             probe.sample()
     finally:
-        lstm_inference.table_products = real_table_products
+        loops.table_products = real_table_products
         for owner, name, original in originals:
             setattr(owner, name, original)
     rows = []

@@ -8,7 +8,7 @@ from common import ewt_sentences, random_model, table
 def run(args) -> str:
     from torch.profiler import ProfilerActivity, profile, record_function
 
-    from spacy_elmo.bilm.engine import loops as lstm_inference
+    from spacy_elmo.bilm.engine import loops
 
     model = random_model("small")
     sentences = ewt_sentences(2000)
@@ -30,7 +30,7 @@ def run(args) -> str:
         setattr(obj, name, timed)
 
     wrap(model.token_encoder, "pool", "char CNN (conv + max-pool)")
-    wrap(lstm_inference, "run_layer", "LSTM layers (both directions)")
+    wrap(loops, "run_layer", "LSTM layers (both directions)")
     wrap(model, "encode_tokens", "token encoder total (CNN + highway + proj)")
     try:
         start = time.perf_counter()

@@ -1,6 +1,6 @@
 """Regression: training under bfloat16 autocast crashed in the LSTM.
 
-The training LSTM (`lstm_train.LayerRecurrence`) writes its products into
+The training LSTM (`engine/recurrence.LayerRecurrence`) writes its products into
 preallocated float32 buffers (`out=`), which autocast does not touch, while
 the token encoder's output arrived in bfloat16: "mat1 and mat2 must have the
 same dtype". `pretrain` with `precision = "bfloat16"` on a GPU takes the same

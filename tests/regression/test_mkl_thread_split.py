@@ -8,7 +8,7 @@ product 9 to 11 rows high came out different from the same row in a product
 run also carries the rows that are at their closing boundary), so a sentence
 got different bits. The suite passed on a loaded machine (where it ran with
 fewer threads) and failed on an idle one. MKL products are now computed at a
-multiple of 4 rows (heights.py). The thread count is set here, not taken from
+multiple of 4 rows (engine/product_rows.py). The thread count is set here, not taken from
 the machine, so the test is the same on any machine.
 """
 import random
@@ -37,7 +37,7 @@ def test_mkl_heights_are_multiples_of_the_row_block():
 
 @pytest.mark.parametrize("n_threads", [1, 2, 3, 8])
 def test_mkl_rows_do_not_depend_on_the_product_height(threads, n_threads):
-    """The measurement behind heights.py, for the step products' shape."""
+    """The measurement behind engine/product_rows.py, for the step products' shape."""
     threads(n_threads)
     generator = torch.Generator().manual_seed(0)
     x, w, b = (torch.randn(shape, generator=generator) for shape in [(160, 64), (64, 512), (512,)])

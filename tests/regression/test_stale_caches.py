@@ -4,7 +4,7 @@ The token cache was emptied only by `train(True)`, while the LSTM start state
 and the packed inference weights were keyed on parameter versions: after
 `load_state_dict` with the token cache on, the layers differed from a fresh
 model with the new weights by 4.45. Every cache is now checked on every call
-against one key (`spacy_elmo/bilm/weights_key.py`).
+against one key (`spacy_elmo/bilm/engine/weights_key.py`).
 """
 import copy
 import pickle
