@@ -12,7 +12,12 @@ from typing import Any, Callable, Dict, List, Optional, Sequence, Tuple, TypeVar
 
 import torch
 
-from spacy_elmo.bilm import BiLM, BiLMConfig, published_shapes
+from spacy_elmo.bilm import BiLM, BiLMConfig
+
+try:
+    from spacy_elmo.io.options import published_shapes
+except ImportError:  # a baseline checkout (`compare`) whose spacy_elmo has it in the model package
+    from spacy_elmo.bilm import published_shapes  # type: ignore[attr-defined,no-redef]
 
 ROOT = Path(__file__).resolve().parent.parent
 DATA = Path(os.environ.get("SPACY_ELMO_DATA", ROOT.parent / "shared" / "data"))
@@ -153,7 +158,7 @@ def embed_file_speed(model: BiLM, text: Path, n_tokens: int, probe: Optional["Ra
 
     With a probe, the matmul rate is sampled after every batch (the progress
     callback) and the time of the samples is left out of the speed."""
-    from spacy_elmo.io.dump import embed_file
+    from spacy_elmo.embedding.dump import embed_file
 
     model.enable_cache(50_000)
     on_progress = None

@@ -15,7 +15,10 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 from common import peak_mib, random_model  # noqa: E402
 
 from spacy_elmo.cli._util import prefer_huge_pages  # noqa: E402
-from spacy_elmo.io.dump import embed_file  # noqa: E402
+try:
+    from spacy_elmo.embedding.dump import embed_file
+except ImportError:  # a checkout from before spacy_elmo.embedding (the `compare` section's baselines)
+    from spacy_elmo.io.dump import embed_file  # type: ignore[no-redef]
 
 
 def main() -> None:

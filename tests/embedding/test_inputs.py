@@ -204,13 +204,6 @@ def test_ray_missing_is_one_clear_error(allennlp_dir, tmp_path, monkeypatch):
     assert result.exit_code == 1 and "--engine must be one of" in result.output
 
 
-def test_old_import_path_gives_the_same_objects():
-    import spacy_elmo.embedding.dump as new
-    import spacy_elmo.io.dump as old
-
-    assert old.embed_file is new.embed_file and old._DatasetWriter is new._DatasetWriter
-
-
 def test_cli_takes_several_inputs(allennlp_dir, inputs_dir, tmp_path):
     files = [str(inputs_dir / n) for n in ("in.txt", "in.jsonl")]
     result = runner.invoke(app, ["embed", *files, str(tmp_path / "o.h5"), "-w", str(allennlp_dir), "-q",
@@ -252,7 +245,7 @@ def test_importing_the_engines_pulls_in_neither_spacy_nor_ray():
     """spaCy only to read its formats or tokenize, Ray only when called (checked in a fresh interpreter)."""
     import subprocess
 
-    probe = ("import json, sys\nimport spacy_elmo.io.dump, spacy_elmo.embedding.dump, spacy_elmo.embedding.ray\n"
+    probe = ("import json, sys\nimport spacy_elmo.embedding.dump, spacy_elmo.embedding.ray\n"
              "import spacy_elmo.embedding.parquet\n"
              "print(json.dumps(sorted(m for m in sys.modules if m.split('.')[0] in ('spacy', 'thinc', 'ray'))))")
     out = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, check=True)

@@ -5,7 +5,7 @@ import h5py
 import numpy
 import pytest
 
-from spacy_elmo.io.dump import DumpError, embed_file, join_shards, partial_path, read_dump, shard_path
+from spacy_elmo.embedding.dump import DumpError, embed_file, join_shards, partial_path, read_dump, shard_path
 
 LINES = ["The cat sat .", "", "A second , longer line of text here", "The cat sat .", "   spaced    out   "]
 
@@ -118,7 +118,7 @@ def test_torchrun_shards_and_joins(allennlp_dir, input_file, tmp_path):
 def test_dataset_writer_reuses_types_and_spaces_faithfully(tmp_path):
     """The writer keeps one type per dtype and one dataspace per shape: every
     dataset must still come out as h5py's `create_dataset` writes it."""
-    from spacy_elmo.io.dump import _DatasetWriter
+    from spacy_elmo.embedding.dump import _DatasetWriter
 
     rng = numpy.random.default_rng(0)
     arrays = [rng.standard_normal(shape).astype(dtype)
