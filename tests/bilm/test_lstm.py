@@ -2,26 +2,12 @@
 import pytest
 import torch
 
-from spacy_elmo.bilm import BiLMConfig, BiLSTMStack, LSTMState, TokenRows
+from spacy_elmo.bilm import LSTMState, TokenRows
 from spacy_elmo.bilm.engine import backends
+from tests.bilm.stacks import needs, small_stack
 
 
-def _stack(cell_clip=0.5, proj_clip=0.3, skip=True, backend="auto"):
-    torch.manual_seed(0)
-    config = BiLMConfig(
-        lstm_dim=8, projection_dim=4, n_layers=2, cell_clip=cell_clip, proj_clip=proj_clip,
-        use_skip_connections=skip, filters=((1, 4),), n_highway=0,
-    )
-    stack = BiLSTMStack(config, backend=backend).double()
-    for p in stack.parameters():
-        p.data.normal_(0, 0.8)
-    return stack
-
-
-def _needs(name):
-    reason = backends.unavailable_reason(name)
-    if reason:
-        pytest.skip(f"backend {name}: {reason}")
+_stack = small_stack
 
 
 def _run(stack, backend, x, lengths, h0, c0):
@@ -65,7 +51,7 @@ def test_gradcheck(backend):
 
 @pytest.mark.parametrize("backend", backends.BACKENDS)
 def test_final_state_is_each_rows_last_step_and_padding_is_zero(backend):
-    _needs(backend)
+    needs(backend)
     stack = _stack(backend=backend).float()
     x = torch.randn(2, 3, 6, 4)
     lengths = [6, 2, 4]
