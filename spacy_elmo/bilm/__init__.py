@@ -5,7 +5,7 @@ as written, the language-model heads and loss) lives in this package's
 modules; how it is computed fast lives in `engine/` (docs/internals.md).
 """
 from .char_ids import CharIdEncoder, batch_to_ids, token_to_char_ids
-from .config import BiLMConfig, OptionsError, published_shapes
+from .config import BiLMConfig, OptionsError
 from .engine import BACKENDS, BackendError
 from .engine.token_cache import TokenCache
 from .lstm import BiLSTMStack, LSTMState, TokenRows
@@ -30,6 +30,5 @@ __all__ = [
     "WordEncoder",
     "batch_to_ids",
     "length_sorted_batches",
-    "published_shapes",
     "token_to_char_ids",
 ]

@@ -21,6 +21,7 @@ from .native import (
     save_native,
     save_native_bytes,
 )
+from .options import config_from_options, config_to_options, published_shapes
 from .published import export_published, load_published, read_options
 from .sources import CACHE_ENV, cache_dir, resolve_source
 
@@ -96,6 +97,9 @@ __all__ = [
     "load_published",
     "export_published",
     "read_options",
+    "config_from_options",
+    "config_to_options",
+    "published_shapes",
     "find_published_files",
     "resolve_source",
     "cache_dir",

@@ -25,6 +25,7 @@ from ..bilm.model import BiLM
 from ..bilm.token_encoder import CharCNNEncoder, WordEncoder
 from ..bilm.vocab import Vocabulary
 from .errors import WeightsError
+from .options import config_from_options, config_to_options
 
 PathLike = Union[str, Path]
 
@@ -40,7 +41,7 @@ def read_options(path: PathLike) -> BiLMConfig:
     except ValueError as err:
         raise WeightsError(f"{path}: not valid JSON ({err})") from None
     try:
-        return BiLMConfig.from_options(options, source=str(path))
+        return config_from_options(options, source=str(path))
     except OptionsError as err:
         raise WeightsError(str(err)) from None
 
@@ -187,7 +188,7 @@ def export_published(model: BiLM, directory: PathLike, vocab_name: str = "vocab.
 
     config = model.config
     try:
-        options = config.to_options()  # before anything is written: some models have no published form
+        options = config_to_options(config)  # before anything is written: some models have no published form
     except OptionsError as err:
         raise WeightsError(str(err)) from None
     directory = Path(directory)
