@@ -6,6 +6,7 @@
     mkl.py             `mkl`: the fast loop on PyTorch's products; the packed training recurrence
     onednn.py          `onednn`: the fast loop on oneDNN's products
     onednn_kernel.py   `onednn+kernel`: oneDNN's products and the compiled cell kernel
+    int8.py            `int8`: every inference product in dynamically quantized int8 (opt-in, approximate)
     loops.py           the inference loops and step functions those engines share
     recurrence.py      the training recurrence (packed rows, backward by hand)
     product_rows.py    the row counts products are padded to (batch invariance)
@@ -18,15 +19,16 @@ One engine object serves one biLM; it is made once from the backend setting
 """
 from typing import Dict, Type
 
-from .backends import AUTO, BACKENDS, BackendError, available, check, resolve, unavailable_reason
+from .backends import APPROXIMATE, AUTO, BACKENDS, NAMES, BackendError, available, check, resolve, unavailable_reason
 from .base import Engine
+from .int8 import Int8Engine
 from .mkl import MKLEngine
 from .onednn import OneDNNEngine
 from .onednn_kernel import OneDNNKernelEngine
 from .reference import ReferenceEngine
 
 ENGINES: Dict[str, Type[Engine]] = {
-    engine.name: engine for engine in (ReferenceEngine, MKLEngine, OneDNNEngine, OneDNNKernelEngine)
+    engine.name: engine for engine in (ReferenceEngine, MKLEngine, OneDNNEngine, OneDNNKernelEngine, Int8Engine)
 }
 
 
@@ -36,6 +38,6 @@ def make_engine(setting: str = AUTO) -> Engine:
     return ENGINES[resolve(setting)](setting)
 
 
-__all__ = ["AUTO", "BACKENDS", "BackendError", "ENGINES", "Engine", "MKLEngine", "OneDNNEngine",
-           "OneDNNKernelEngine", "ReferenceEngine", "available", "check", "make_engine", "resolve",
+__all__ = ["APPROXIMATE", "AUTO", "BACKENDS", "BackendError", "ENGINES", "Engine", "Int8Engine", "MKLEngine", "NAMES",
+           "OneDNNEngine", "OneDNNKernelEngine", "ReferenceEngine", "available", "check", "make_engine", "resolve",
            "unavailable_reason"]

@@ -10,7 +10,13 @@
     onednn+kernel   onednn, with the compiled cell kernel for each step's gate
                     arithmetic and the first layer's input products computed once
                     per distinct token
-    auto            the best of these available here (the default)
+    int8            opt-in and approximate: every inference product in torch's
+                    dynamically quantized int8 linear (fbgemm/oneDNN); the
+                    layers differ from float32 by the quantization error and,
+                    by as much, with the other sentences of their batch;
+                    training in float32 as mkl
+    auto            the best exact (float32) backend available here (the
+                    default): never int8
 
 The choice is a `BiLM` attribute (`BiLM(config, backend=...)`, `bilm.backend =
 ...`), the `backend` setting of `spacy-elmo.ElmoBiLM.v1` and `embed --backend`;
@@ -20,11 +26,17 @@ cannot run here is an error (`BackendError`), never a silent change.
 Each name is one engine class (`spacy_elmo.bilm.engine`); this module only
 knows the names and whether each can run here.
 """
-from typing import List, Optional
+from typing import List, Optional, Tuple
 
-from . import cell_kernel, onednn_ops
+import torch
 
+from . import cell_kernel, int8, onednn_ops
+
+# the exact backends: float32 (or the tensors' precision), the reference's numbers, batch invariant
 BACKENDS = ("reference", "mkl", "onednn", "onednn+kernel")
+# opt-in by name only, never `auto`: numbers that differ from the exact ones
+APPROXIMATE = ("int8",)
+NAMES = BACKENDS + APPROXIMATE
 AUTO = "auto"
 
 
@@ -34,8 +46,8 @@ class BackendError(ValueError):
 
 def unavailable_reason(name: str) -> Optional[str]:
     """Why the named backend cannot run here, or None where it can."""
-    if name not in BACKENDS:
-        return f"unknown backend {name!r}; choose one of {(AUTO, *BACKENDS)}"
+    if name not in NAMES:
+        return f"unknown backend {name!r}; choose one of {(AUTO, *NAMES)}"
     if name.startswith("onednn") and not onednn_ops.works():
         return "this PyTorch build's oneDNN linear operators are missing or give wrong numbers"
     if name == "onednn+kernel" and not cell_kernel.available():
@@ -43,17 +55,22 @@ def unavailable_reason(name: str) -> Optional[str]:
             "the compiled cell kernel is not built (no C compiler at install) or this CPU lacks AVX2/FMA; "
             "rebuild with `python setup.py build_ext --inplace`, or choose 'onednn'"
         )
+    if name == "int8" and not int8.works():
+        return (
+            "this PyTorch build has no working quantized CPU engine for dynamic int8 linear products "
+            f"(torch.backends.quantized.supported_engines: {torch.backends.quantized.supported_engines})"
+        )
     return None
 
 
-def available() -> List[str]:
-    """The backends that can run here, slowest first."""
-    return [name for name in BACKENDS if unavailable_reason(name) is None]
+def available(names: Tuple[str, ...] = BACKENDS) -> List[str]:
+    """The exact backends (or the given names) that can run here, in their order: slowest first."""
+    return [name for name in names if unavailable_reason(name) is None]
 
 
 def resolve(name: str) -> str:
-    """The backend a setting names: `auto` -> the best available here; an explicit
-    name is checked (BackendError where it cannot run)."""
+    """The backend a setting names: `auto` -> the best exact backend available here
+    (never an APPROXIMATE one); an explicit name is checked (BackendError where it cannot run)."""
     if name == AUTO:
         return available()[-1]
     reason = unavailable_reason(name)
@@ -68,4 +85,5 @@ def check(name: str) -> str:
     return name
 
 
-__all__ = ["AUTO", "BACKENDS", "BackendError", "available", "check", "resolve", "unavailable_reason"]
+__all__ = ["APPROXIMATE", "AUTO", "BACKENDS", "BackendError", "NAMES", "available", "check", "resolve",
+           "unavailable_reason"]

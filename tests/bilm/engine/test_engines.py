@@ -33,8 +33,8 @@ def test_unknown_or_unavailable_backends_are_one_clear_error(monkeypatch):
 
 
 def test_one_engine_class_per_backend_and_auto_resolves_once():
-    assert set(ENGINES) == set(backends.BACKENDS)
-    for name in backends.available():
+    assert set(ENGINES) == set(backends.NAMES)
+    for name in backends.available(backends.NAMES):
         engine = make_engine(name)
         assert type(engine) is ENGINES[name] and engine.name == engine.setting == name
     auto = make_engine("auto")
