@@ -19,9 +19,8 @@ The component's `threads` setting:
   thread; where /proc/stat does not exist, torch's own setting. /proc/stat
   counts the whole machine: inside a container it is the host's load, so
   this mode is for machines (or VMs) whose load is the process's to see.
-* "auto": a deprecated spelling of "load-aware" (its name until the
-  default became torch's setting; pipelines saved with the old default
-  carry it in their config). It behaves as "load-aware" and warns once.
+* "auto": a deprecated spelling of "load-aware", accepted so that configs
+  that carry it keep loading. It behaves as "load-aware" and warns once.
 
 The wait policy (OMP_WAIT_POLICY=PASSIVE, GOMP_SPINCOUNT) is read once when
 OpenMP starts, before any component exists, so at run time the one lever is
@@ -147,7 +146,7 @@ def threads_for_call(setting: ThreadsSetting, monitor: Optional[FreeCores] = Non
     monitor: where "load-aware" reads the free cores (default: one per process).
     """
     if isinstance(setting, str):
-        setting = DEPRECATED_ALIASES.get(setting, setting)  # a cfg saved with the old spelling
+        setting = DEPRECATED_ALIASES.get(setting, setting)  # a cfg with the deprecated spelling
     ceiling = torch.get_num_threads()
     if setting == TORCH:
         return ceiling

@@ -54,9 +54,9 @@ def prefer_huge_pages() -> None:
 
     Every command runs this before it loads a model. A batch allocates tensors
     of tens of MB (the first LSTM layer's per-token input products, the highway's
-    outputs) and, with 4 KiB pages, the kernel faults and zeroes each page anew:
-    `embed` over EWT train took 540,000-590,000 page faults and peaked at
-    926-935 MiB, with huge pages 45,000-49,000 faults and 853-883 MiB.
+    outputs) and, with 4 KiB pages, the kernel faults and zeroes each page anew,
+    batch after batch; huge pages take most of those faults away and lower the
+    peak memory (benchmarks/RESULTS.md, "Speed and memory", has the counts).
     """
     os.environ.setdefault(HUGE_PAGES_VARIABLE, "1")
 

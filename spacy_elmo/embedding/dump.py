@@ -391,10 +391,9 @@ class _DatasetWriter:
 
     h5py's high-level call builds a type and a dataspace object per dataset
     and another type per write; here the type is made once per dtype and the
-    dataspace once per shape (sentence lengths repeat), which halves the time
-    per dataset (measured: 6,000 tiny datasets in 0.5 s instead of 1.0-1.2 s,
-    about 3% of an `embed` run). Units already in the file are skipped before
-    embedding, so `key` is always new.
+    dataspace once per shape (sentence lengths repeat), which cuts the time
+    per dataset (benchmarks/RESULTS.md, "Speed and memory"). Units already in
+    the file are skipped before embedding, so `key` is always new.
     """
 
     MAX_SPACES = 4096  # dataspaces kept (one per distinct shape)

@@ -89,9 +89,9 @@ def save_native(
     table_dtype: Optional[str] = None,
 ) -> Path:
     """Write the model; `storage_dtype="float16"` halves the files (the weights are
-    read back into float32; the layers of the embedded model then move by up to
-    3e-3, so it ships in float32). `table_dtype` stores the word table's
-    pretrained rows in another precision (default: `storage_dtype`)."""
+    read back into float32 but keep float16's rounding, which moves the layers
+    visibly, so the embedded model ships in float32). `table_dtype` stores the
+    word table's pretrained rows in another precision (default: `storage_dtype`)."""
     return _write_native(Path(directory), bilm, vocab, head, metadata, storage_dtype, table_dtype, _atomic)
 
 

@@ -9,9 +9,9 @@ deserialization does.
 Its bytes are the native format's (`spacy_elmo.io.save_native_bytes`: the
 files of a native model directory, versioned and checksummed), so a saved
 pipeline rebuilds the biLM without the original files and a damaged one is a
-`WeightsError` that says so. An empty shim serializes as no bytes. Pipelines
-saved before the shim used the native format hold a msgpack map of the same
-contents; `_read_legacy` still reads those.
+`WeightsError` that says so. An empty shim serializes as no bytes. The
+legacy form, a msgpack map of the same contents with no version or
+checksum, is read too (`_read_legacy`), so that pipelines saved in it load.
 """
 from typing import Any, Dict, List, Optional, Sequence
 
@@ -107,7 +107,7 @@ def deserialize_bilm(old: Optional[BatchedBiLM], data: bytes, device: Any) -> Op
 
 
 def _read_legacy(data: bytes) -> Optional[BiLM]:
-    """The biLM of the msgpack map that earlier versions wrote (None for their empty marker)."""
+    """The biLM of a legacy msgpack map (None for its empty marker)."""
     from safetensors import SafetensorError
     from safetensors.torch import load
 

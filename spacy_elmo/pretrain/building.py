@@ -89,8 +89,8 @@ def learning_rate(config: Config, step: int) -> float:
 
 def native_cpu_bfloat16() -> bool:
     """Whether this CPU computes bfloat16 products in hardware (AVX-512 with BF16, or AMX), by
-    oneDNN's own check. Elsewhere PyTorch emulates them, 35-230x slower than float32 on an AVX2
-    CPU (benchmarks/RESULTS.md, "Pretraining throughput")."""
+    oneDNN's own check. Elsewhere PyTorch emulates them, many times slower than float32
+    (benchmarks/RESULTS.md, "Pretraining throughput", has the rates)."""
     try:
         return bool(torch.ops.mkldnn._is_mkldnn_bf16_supported())
     except (AttributeError, RuntimeError):  # a build without oneDNN

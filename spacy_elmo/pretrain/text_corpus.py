@@ -301,9 +301,9 @@ def _cache_key(
         stat = f.stat()
         digest.update(f"{f.resolve()}|{stat.st_size}|{stat.st_mtime_ns}".encode())
     digest.update(f"{lang}|{max_length}|{max_segments}|{_CACHE_VERSION}".encode())
-    if parts > 1:  # a whole corpus keeps the key it always had
+    if parts > 1:  # only for a share: a whole corpus's key, and the caches made under it, stay valid
         digest.update(f"|part {part} of {parts}".encode())
-    if tokenizer != "spacy":  # so does spaCy's tokenizer, the default
+    if tokenizer != "spacy":  # likewise only for a tokenizer other than spaCy's, the default
         digest.update(f"|tokenizer {tokenizer}".encode())
     return digest.hexdigest()[:16]
 

@@ -1,7 +1,7 @@
 """The biLM's inference shortcuts: the token cache and the boundary steps computed once.
 
 Both give the bits of the plain computation (eval-mode `BiLM.forward` with
-the boundaries kept), only faster:
+the boundaries kept), with less work:
 
 * `encode_tokens`: tokens already in the biLM's token cache are copied from
   it, only the others go through the token encoder. `<S>` and `</S>` are

@@ -3,8 +3,9 @@
 PyTorch's x86 builds carry oneDNN next to MKL and expose its linear
 primitive (prepacked weights, an activation applied while the output is still
 in cache) as `torch.ops.mkldnn`, the operators `torch.compile` emits for
-frozen CPU graphs. At the biLM's shapes it beats `addmm` followed by a
-separate activation pass (benchmarks/RESULTS.md). The operators have no
+frozen CPU graphs. The activation then costs no second pass over the
+output, as it does after `addmm` (benchmarks/RESULTS.md compares the two at
+the biLM's shapes). The operators have no
 autograd: they serve inference on float32 CPU tensors only, and `works()`
 checks once per process that they exist and give the right numbers.
 """

@@ -3,8 +3,8 @@
 A BLAS library picks its kernel by the product's shape, and a row of the
 result can come out different in the last bits depending on how many rows
 the product has. A sentence's layers would then depend on which other
-sentences share its batch (DESIGN.md: they must not). Measured for the
-biLM's shapes (oneDNN on 1 and 2 threads):
+sentences share its batch (DESIGN.md: they must not). What the libraries
+do at the biLM's shapes (oneDNN checked on 1 and 2 threads):
 
 * oneDNN with packed weights (the LSTM products): every height from 3 rows
   up to 8,193 gives the same bits; with plain weights (the token encoder's)
@@ -13,7 +13,7 @@ biLM's shapes (oneDNN on 1 and 2 threads):
   MKL splits a product's rows between them in blocks of 4 and hands the
   last 1 to 3 rows to that kernel too: on 2 threads, heights 5-7 and 9-11
   differ from taller products (on 16 threads also 17-19 and 25-27). Every
-  multiple of 4 from 8 rows up agrees with every other: measured to 1,200
+  multiple of 4 from 8 rows up agrees with every other: checked to 1,200
   rows on 1 to 4 threads for the step products and the token encoder's
   wider ones (the highway, K = 2,048), to 600 rows on 8 and 16 threads for
   the step products.
@@ -22,8 +22,8 @@ So every product without gradients is padded with zero rows to
 `product_rows(n, ...)` rows and the result's first n rows are kept; on MKL
 that height is a multiple of 4 (tests/regression/test_mkl_thread_split.py).
 On oneDNN the height is also rounded up to one of ~32 heights per octave: oneDNN
-builds a kernel for each new shape (about 0.5 ms, cached, 1,024 at most),
-and the heights follow the data, so rounding keeps the shapes few. Products
+builds a kernel for each new shape (and caches at most 1,024), and the
+heights follow the data, so rounding keeps the shapes, and the builds, few. Products
 with gradients (training) are never padded: there, batch invariance is not
 a goal and the padding would be wasted work.
 """
@@ -37,7 +37,7 @@ MKL_ROW_BLOCK = 4
 # of more rows than this are computed at a multiple of it: a batch's table height
 # follows its vocabulary, so a coarse step keeps oneDNN's kernels few
 TABLE_GRANULE = 256
-# the tallest product measured row-invariant on oneDNN: taller ones are computed in parts
+# the tallest product checked row-invariant on oneDNN: taller ones are computed in parts
 MAX_ROWS = 8192
 
 

@@ -146,9 +146,9 @@ class LayerRecurrence(torch.autograd.Function):
     A step is one product of `[x_t, h_{t-1}]` with `[W_ih; W_hh]`; its
     backward is one product giving both the input's and h_{t-1}'s gradients;
     the weight gradients are one product over all positions afterwards.
-    Products of this size run near the machine's matmul rate and keep each
-    step's rows in cache, where one product of every position's inputs up
-    front (a buffer of total x 4H written long before it is read) does not.
+    Products of this size keep each step's rows in cache, where one product
+    of every position's inputs up front (a buffer of total x 4H written long
+    before it is read) does not.
     """
 
     @staticmethod

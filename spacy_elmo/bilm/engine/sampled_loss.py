@@ -2,12 +2,12 @@
 
 Per row the loss is `logsumexp([true, sampled logits]) - true`. Written with
 PyTorch's ops, a pretraining batch's (rows, samples) logit matrix (8,000 x
-1,700 floats, 54 MB, larger than this CPU's caches) is copied to remove the
+1,700 floats, 54 MB, more than a CPU's caches hold) is copied to remove the
 accidental hits, and logsumexp's forward and backward make new matrices for
-the shifted logits, their exponent and the gradient. Here the logits become
-the softmax probabilities in place and backward scales them in place into
-the logits' gradient: the loss with its backward ran 1.9x faster at the
-pretraining shapes (benchmarks/RESULTS.md).
+the shifted logits, their exponent and the gradient: each copy is a pass
+through main memory. Here the logits become the softmax probabilities in
+place and backward scales them in place into the logits' gradient
+(benchmarks/RESULTS.md, "Pretraining throughput", has the timings).
 """
 from typing import Optional, Tuple
 

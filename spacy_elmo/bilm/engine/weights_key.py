@@ -3,8 +3,8 @@
 A cache of values computed from weights (token vectors, the LSTM start
 state, the packed inference weights) is valid while the weights are the same
 tensors, unmodified, in the same precision and place. `WeightsKey` captures
-exactly that, cheaply enough to take on every call (tens of microseconds
-for the biLM's parameters, against milliseconds for a batch):
+exactly that from each tensor's metadata, never its values, so that it is
+cheap enough to take on every call:
 
 * identity: a weak reference to each tensor (a replaced parameter, e.g.
   after `load_state_dict(..., assign=True)` or `module.to(...)`, never
