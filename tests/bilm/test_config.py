@@ -1,6 +1,7 @@
 import pytest
 
-from spacy_elmo.bilm import BiLMConfig, OptionsError
+from spacy_elmo.bilm import BiLM, BiLMConfig, OptionsError
+from tests.bilm.word_tables import table_config
 
 
 def test_round_trip_dict():
@@ -21,3 +22,12 @@ def test_invalid_values():
         BiLMConfig(activation="gelu")
     with pytest.raises(OptionsError, match="n_tokens_vocab"):
         BiLMConfig(use_character_inputs=False)
+
+
+def test_invalid_table_settings_are_named():
+    with pytest.raises(OptionsError, match="word_table_dim is 0"):
+        table_config(word_table_dim=0)
+    with pytest.raises(OptionsError, match="word-input biLM"):
+        table_config(use_character_inputs=False, n_tokens_vocab=5)
+    with pytest.raises(ValueError, match="needs its vocabulary of 5 words"):
+        BiLM(table_config())

@@ -1,8 +1,6 @@
-"""The BiLM's forward and embed: output layout, boundaries, unusual tokens, word inputs."""
+"""The BiLM's forward and embed: output layout, boundaries, unusual tokens."""
 import numpy
 import torch
-
-from spacy_elmo.bilm import BiLM, BiLMConfig
 
 
 def test_forward_does_not_depend_on_previous_calls(allennlp_bilm):
@@ -31,17 +29,3 @@ def test_keep_boundaries(allennlp_bilm):
 def test_huge_and_empty_tokens_get_ids_and_vectors(allennlp_bilm):
     out = allennlp_bilm.embed([["x" * 10_000, "", "é" * 100, "\ud800"]])[0]
     assert out.shape == (3, 4, 32) and numpy.isfinite(out).all()
-
-
-def test_word_input_encoder():
-    from spacy_elmo.bilm import Vocabulary
-
-    vocab = Vocabulary(["<S>", "</S>", "<UNK>", "the", "cat"])
-    config = BiLMConfig(lstm_dim=8, projection_dim=4, n_layers=1, use_character_inputs=False, n_tokens_vocab=5)
-    model = BiLM(config, vocab=vocab)
-    model.reset_parameters(0)
-    out = model.embed([["the", "cat", "unknown"]])[0]
-    assert out.shape == (2, 3, 8)
-    # unknown words share the <UNK> row at layer 0
-    out2 = model.embed([["the", "cat", "other"]])[0]
-    numpy.testing.assert_array_equal(out[0, 2], out2[0, 2])

@@ -6,7 +6,8 @@ import torch
 
 from spacy_elmo.bilm import BiLM, BiLMConfig, Vocabulary
 from spacy_elmo.bilm.heads import SoftmaxHead
-from spacy_elmo.io import WeightsError, load_bilm, load_model, save_native
+from spacy_elmo.io import WeightsError, load_bilm, load_model, load_native, save_native
+from tests.bilm.word_tables import layers, table_bilm
 
 
 def _tiny():
@@ -110,3 +111,36 @@ def test_float16_storage_halves_the_files_and_loads_as_float32(tmp_path):
         assert 0 < float(abs(a - b).max()) < 1e-2
     with pytest.raises(ValueError, match="storage_dtype"):
         save_native(tmp_path / "bad", model.bilm, storage_dtype="int8")
+
+
+def test_native_round_trip_and_float16_table(tmp_path):
+    bilm = table_bilm()
+    save_native(tmp_path / "f32", bilm)
+    loaded = load_native(tmp_path / "f32").bilm
+    assert loaded.word_table_vocab == bilm.word_table_vocab
+    for a, b in zip(layers(bilm), layers(loaded)):
+        numpy.testing.assert_array_equal(a, b)
+
+    save_native(tmp_path / "f16", bilm, table_dtype="float16")
+    from safetensors import safe_open
+
+    with safe_open(str(tmp_path / "f16" / "bilm.safetensors"), "pt") as f:
+        assert f.get_tensor("token_encoder.word_table").dtype == torch.float16
+        assert f.get_tensor("token_encoder.proj_weight").dtype == torch.float32
+    half = load_native(tmp_path / "f16").bilm
+    assert half.token_encoder.word_table.dtype == torch.float32
+    torch.testing.assert_close(
+        half.token_encoder.word_table, bilm.token_encoder.word_table.half().float(), rtol=0, atol=0
+    )
+    sizes = [(tmp_path / name / "bilm.safetensors").stat().st_size for name in ("f16", "f32")]
+    assert sizes[0] < sizes[1]
+
+
+def test_a_damaged_vocabulary_file_is_a_clear_error(tmp_path):
+    save_native(tmp_path, table_bilm())
+    path = tmp_path / "token_vocab.json"
+    data = json.loads(path.read_text())
+    data["word_table"]["words"].append("extra")
+    path.write_text(json.dumps(data))
+    with pytest.raises(WeightsError, match="checksum mismatch"):
+        load_native(tmp_path)

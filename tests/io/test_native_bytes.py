@@ -19,7 +19,7 @@ from spacy_elmo.io import (
     save_native_bytes,
 )
 from spacy_elmo.io.native import BYTES_MAGIC, FORMAT_VERSION
-from tests.bilm.test_word_table import SENTENCES, layers, table_bilm
+from tests.bilm.word_tables import SENTENCES, layers, table_bilm
 
 WORDS = [["The", "bank", "of", "the", "river", "."], ["Money", "zzz"]]
 

@@ -8,6 +8,7 @@ import pytest
 
 from spacy_elmo.io import WeightsError, export_published, load_bilm, load_model
 from spacy_elmo.io.published import expected_datasets, read_options
+from tests.bilm.word_tables import table_bilm
 
 
 def _copy(src, dst):
@@ -111,3 +112,9 @@ def test_broken_files_give_one_clear_error(allennlp_dir, tmp_path, breakage, mes
 def test_missing_directory(tmp_path):
     with pytest.raises(WeightsError, match="no such directory"):
         load_bilm(tmp_path / "nope")
+
+
+def test_published_export_refuses_a_table_and_writes_nothing(tmp_path):
+    with pytest.raises(WeightsError, match="no place for a word table"):
+        export_published(table_bilm(), tmp_path / "out")
+    assert not (tmp_path / "out").exists()

@@ -74,9 +74,9 @@ def test_store_layers_false_drops_them_from_serialization(allennlp_dir):
 
 @pytest.fixture
 def nlp_word_table(tmp_path):
-    """A pipeline on a biLM with a word table (tests/bilm/test_word_table.py), its directory deleted after loading."""
+    """A pipeline on a biLM with a word table (tests/bilm/word_tables.py), its directory deleted after loading."""
     from spacy_elmo.io import save_native
-    from tests.bilm.test_word_table import table_bilm
+    from tests.bilm.word_tables import table_bilm
 
     save_native(tmp_path / "table", table_bilm())
     nlp = spacy.blank("en")

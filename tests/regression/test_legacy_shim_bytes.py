@@ -13,7 +13,7 @@ import srsly
 
 from spacy_elmo.io import WeightsError, load_bilm, save_native
 from spacy_elmo.layers.shim import BatchedBiLM, deserialize_bilm
-from tests.bilm.test_word_table import table_bilm
+from tests.bilm.word_tables import table_bilm
 
 TEXTS = ["The bank of the river .", "Money in the bank !"]
 

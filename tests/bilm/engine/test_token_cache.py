@@ -2,6 +2,7 @@ import numpy
 import torch
 
 from spacy_elmo.bilm import TokenCache
+from tests.bilm.word_tables import layers, table_bilm
 
 
 def test_cached_equals_uncached(allennlp_bilm, ewt_sentences):
@@ -52,3 +53,13 @@ def test_token_cache_lookup_api():
     cache.add(["a", "b"], torch.ones(2, 3))
     found, vectors, missing = cache.lookup(["a", "z", "b"])
     assert found == [0, 2] and missing == [1] and len(vectors) == 2
+
+
+def test_token_cache_gives_the_same_bits():
+    bilm = table_bilm()
+    plain = layers(bilm)
+    bilm.enable_cache(words=["bank"])
+    cached_first, cached_again = layers(bilm), layers(bilm)
+    for a, b, c in zip(plain, cached_first, cached_again):
+        numpy.testing.assert_array_equal(a, b)
+        numpy.testing.assert_array_equal(a, c)
