@@ -1,12 +1,10 @@
-"""The engines: one per backend name, made once; availability, what each runs for which tensors,
-and the product heights."""
+"""The engines: one per backend name, made once; availability, and what each runs for which tensors."""
 import pytest
 import torch
 
 from spacy_elmo.bilm import BiLM, BiLMConfig
 from spacy_elmo.bilm.engine import ENGINES, BackendError, backends, make_engine
 from spacy_elmo.bilm.engine import onednn_ops as onednn
-from spacy_elmo.bilm.engine.product_rows import MKL_MIN_ROWS, ONEDNN_MIN_ROWS, TABLE_GRANULE, product_rows
 
 
 def test_auto_is_the_best_available_and_reference_and_mkl_run_anywhere():
@@ -84,18 +82,3 @@ def test_setting_the_backend_reaches_every_part_and_clears_computed_values(allen
     assert allennlp_bilm.engine.name == allennlp_bilm.lstm.backend == "reference"
     assert allennlp_bilm._start is None and not allennlp_bilm.engine._kept
     assert allennlp_bilm.token_cache is not None and not len(allennlp_bilm.token_cache)
-
-
-@pytest.mark.parametrize("library,product", [("onednn", "step"), ("onednn", "table"), ("mkl", "step"),
-                                             ("mkl", "encoder")])
-def test_product_heights_are_few_never_below_the_minimum_and_non_decreasing(library, product):
-    heights = [product_rows(n, library, product) for n in range(0, 20000)]
-    assert all(h >= max(n, 1) for n, h in enumerate(heights))
-    assert heights == sorted(heights)
-    least = ONEDNN_MIN_ROWS if library == "onednn" else MKL_MIN_ROWS[product]
-    assert min(heights) == least
-    if library == "onednn":
-        # rounded: at most 1/32 more rows (a granule of the table's size above it), few distinct heights
-        slack = [h - n for n, h in enumerate(heights) if n > 64]
-        assert max(slack) <= (TABLE_GRANULE if product == "table" else 20000 // 32)
-        assert len(set(heights)) < 300
