@@ -136,3 +136,16 @@ def small_corpus(tmp_path, data_dir) -> Path:
     path = tmp_path / "corpus.txt"
     path.write_text("".join(lines), encoding="utf-8")
     return path
+
+
+@pytest.fixture
+def inject(monkeypatch):
+    """Set a fault in this process, counting from zero (spacy_elmo/faults.py)."""
+    from spacy_elmo import faults
+
+    def setter(spec: str) -> None:
+        faults.reset()
+        monkeypatch.setenv(faults.VARIABLE, spec)
+
+    yield setter
+    faults.reset()

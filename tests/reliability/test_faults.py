@@ -15,7 +15,6 @@ import numpy
 import pytest
 import torch
 
-from spacy_elmo import faults
 from spacy_elmo.faults import VARIABLE
 from spacy_elmo.pretrain import load_config, pretrain
 from spacy_elmo.pretrain.checkpoint import CheckpointError, load_checkpoint
@@ -28,18 +27,6 @@ KILLED = -signal.SIGKILL
 
 def _with_fault(spec: str) -> dict:
     return {**ENV, VARIABLE: spec}
-
-
-@pytest.fixture
-def inject(monkeypatch):
-    """Set a fault in this process, counting from zero."""
-
-    def setter(spec: str) -> None:
-        faults.reset()
-        monkeypatch.setenv(VARIABLE, spec)
-
-    yield setter
-    faults.reset()
 
 
 @pytest.fixture
@@ -150,19 +137,3 @@ def test_embed_killed_then_resumed_or_overwritten(allennlp_dir, tmp_path):
                 numpy.testing.assert_allclose(a[key][...], b[key][...], atol=1e-5)
     again = subprocess.run(cmd + ["--overwrite"], env=ENV, capture_output=True, text=True)
     assert again.returncode == 0, again.stderr
-
-
-def test_fault_specification_errors_are_clear(inject):
-    from spacy_elmo.faults import FaultSpecError, fault_point, parse
-
-    expected = {"embed.chunk": (2, "kill"), "pretrain.step": (1, "term")}
-    assert parse("embed.chunk:2:kill, pretrain.step:1:term") == expected
-    for spec, message in [("embed.chunk:0:kill", "N >= 1"), ("nowhere:1:kill", "unknown point"),
-                          ("embed.chunk:1:explode", "unknown action"), ("embed.chunk", "POINT:N:ACTION")]:
-        with pytest.raises(FaultSpecError, match=message):
-            parse(spec)
-    inject("checkpoint.write:2:enospc")
-    fault_point("checkpoint.write")  # the first pass: nothing
-    with pytest.raises(OSError, match="No space left"):
-        fault_point("checkpoint.write")
-    fault_point("checkpoint.write")  # only the N-th pass
