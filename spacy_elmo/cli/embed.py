@@ -42,8 +42,17 @@ def embed_cli(
         help="Units embedded between flushes to OUTPUT.partial (at most this much work is lost to a crash); "
         "units per Parquet part",
     ),
-    layers: str = typer.Option("all", "--layers", "-l", help="all (L+1, n, w), top, average, or mix (n, w)"),
-    mix: Optional[str] = typer.Option(None, "--mix", help="With --layers mix: comma-separated layer weights"),
+    layers: str = typer.Option(
+        "all", "--layers", "-l", help="all (L+1, n, w); top, average or weighted (n, w): see --layer-weights"
+    ),
+    layer_weights: Optional[str] = typer.Option(
+        None, "--layer-weights",
+        help="With --layers weighted: L+1 comma-separated weights, one per layer; the layers' sum with these "
+        "weights as given (no softmax, no gamma)",
+    ),
+    mix: Optional[str] = typer.Option(
+        None, "--mix", hidden=True, help="Deprecated: the old name of --layer-weights"
+    ),
     shard: Optional[str] = typer.Option(
         None, "--shard",
         help="K/N: embed one share into OUTPUT.shard-K-of-N (one input: units % N == K; several: whole files)",
@@ -93,18 +102,19 @@ def embed_cli(
         return
     if engine not in ENGINES:
         fail(f"--engine must be one of {ENGINES}, got {engine!r}")
-    mix_weights = None
-    if mix:
+    layers, weights_text = _layer_options(layers, layer_weights, mix)
+    weights_list = None
+    if weights_text:
         try:
-            mix_weights = [float(x) for x in mix.split(",")]
+            weights_list = [float(x) for x in weights_text.split(",")]
         except ValueError:
-            fail(f"--mix must be comma-separated numbers, got {mix!r}")
+            fail(f"--layer-weights must be comma-separated numbers, got {weights_text!r}")
     if engine == "ray":
         if shard:
             fail("--shard is for --engine local; Ray shares the work between its --workers itself")
         _embed_on_ray(
             input_paths, output_path, weights=weights, input_format=input_format, lang=lang, pipeline=pipeline,
-            output_format=output_format, sentence_index=sentence_index, layers=layers, mix=mix_weights,
+            output_format=output_format, sentence_index=sentence_index, layers=layers, layer_weights=weights_list,
             batch_size=batch_size, batch_tokens=batch_tokens, chunk_lines=chunk_lines, resume=resume,
             overwrite=overwrite, workers=workers, address=address, cpus_per_worker=cpus_per_worker,
             gpus_per_worker=gpus_per_worker, cache=cache, precision=precision, backend=backend,
@@ -129,7 +139,7 @@ def embed_cli(
     except BackendError as err:
         fail(f"--backend: {err}")
     try:
-        check_layers(layers, mix_weights, model.n_layers, model.width)
+        check_layers(layers, weights_list, model.n_layers, model.width)
     except DumpError as err:
         fail(str(err))
     if cache:
@@ -141,7 +151,7 @@ def embed_cli(
             input_paths,
             output_path,
             layers=layers,
-            mix=mix_weights,
+            layer_weights=weights_list,
             batch_tokens=batch_tokens,
             batch_size=batch_size,
             chunk_lines=chunk_lines,
@@ -176,6 +186,23 @@ def embed_cli(
 
 
 ENGINES = ("local", "ray")
+
+
+def _layer_options(layers: str, layer_weights: Optional[str], mix: Optional[str]):
+    """(--layers, --layer-weights) in the current spelling. `--layers mix` and `--mix` are the old
+    names of `--layers weighted` and `--layer-weights` (a plain weighted sum, where "mix" elsewhere
+    means the component's scalar mix): they still work, with one warning line."""
+    from ..embedding.dump import DEPRECATED_LAYER_MODES
+
+    old = layers in DEPRECATED_LAYER_MODES or mix is not None
+    if mix is not None:
+        if layer_weights is not None:
+            fail("--mix is the old name of --layer-weights; pass --layer-weights only")
+        layer_weights = mix
+    if old:
+        msg.warn("--layers mix and --mix are now called --layers weighted and --layer-weights (the layers' sum "
+                 "with the weights as given, not the component's scalar mix); the old spelling will be removed")
+    return DEPRECATED_LAYER_MODES.get(layers, layers), layer_weights
 
 
 def _embed_on_ray(input_paths: List[str], output_path: str, quiet: bool, **settings) -> None:

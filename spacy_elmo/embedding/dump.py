@@ -28,9 +28,10 @@ import json
 import os
 import shutil
 import tempfile
+import warnings
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Callable, Dict, Iterable, Iterator, List, Optional, Sequence, Tuple, Union
+from typing import TYPE_CHECKING, Callable, Dict, Iterable, Iterator, List, Optional, Sequence, Set, Tuple, Union
 
 import numpy
 
@@ -61,33 +62,89 @@ if TYPE_CHECKING:
 
 PathLike = Union[str, Path]
 InputsLike = Union[PathLike, Sequence[PathLike]]
-LAYER_MODES = ("all", "top", "average", "mix")
+LAYER_MODES = ("all", "top", "average", "weighted")
+# Old spellings still read. "mix" is kept for the component's scalar mix (softmax of its
+# logits times gamma), so the plain weighted sum of the layers is called "weighted".
+DEPRECATED_LAYER_MODES = {"mix": "weighted"}
 OUTPUT_FORMATS = ("hdf5", "parquet")
 Progress = Optional[Callable[[int, int], None]]
+Weights = Optional[Sequence[float]]
 
 
-def combine_layers(layers: numpy.ndarray, mode: str, mix: Optional[Sequence[float]] = None) -> numpy.ndarray:
-    """(L+1, n, w) -> as `mode` says: all layers, the top one, their mean, or a weighted sum."""
+def layer_settings(layers: str, layer_weights: Weights = None, mix: Weights = None,
+                   stacklevel: int = 3) -> Tuple[str, Optional[List[float]]]:
+    """`layers` and its weights in the current spelling: the old `layers="mix"` and `mix=` are read
+    as `"weighted"` and `layer_weights=` (the same weighted sum), with a FutureWarning once a process.
+
+    `stacklevel` points the warning at the caller of the function that asks (its default), so the
+    line shown is the user's. An unknown mode is left for `check_layers` to refuse.
+    """
+    deprecated = layers in DEPRECATED_LAYER_MODES or mix is not None
+    if mix is not None:
+        if layer_weights is not None:
+            raise DumpError("mix= is the old name of layer_weights= (--layer-weights); pass layer_weights only")
+        layer_weights = mix
+    if deprecated:
+        _warn_deprecated(stacklevel + 1)
+    layers = DEPRECATED_LAYER_MODES.get(layers, layers)
+    return layers, (list(layer_weights) if layer_weights is not None else None)
+
+
+_WARNED: Set[str] = set()
+
+
+def _warn_deprecated(stacklevel: int) -> None:
+    if "mix" in _WARNED:
+        return
+    _WARNED.add("mix")
+    warnings.warn(
+        'elmo: layers="mix" and mix= are now called layers="weighted" and layer_weights= (--layers weighted '
+        "--layer-weights on the command line): a plain weighted sum of the layers, not the component's "
+        "scalar mix. They give the same sum; the old spelling will be removed.",
+        FutureWarning,
+        stacklevel=stacklevel,
+    )
+
+
+def recorded_layer_mode(value: Union[str, bytes, None]) -> str:
+    """The layer mode a dump records (HDF5 attribute `layers`, Parquet metadata `spacy_elmo.layers`)
+    in the current spelling: files written under the old name say "mix" for "weighted"; none: "all"."""
+    if value is None:
+        return "all"
+    if isinstance(value, bytes):
+        value = value.decode("utf-8")
+    return DEPRECATED_LAYER_MODES.get(str(value), str(value))
+
+
+def combine_layers(layers: numpy.ndarray, mode: str, layer_weights: Weights = None,
+                   mix: Weights = None) -> numpy.ndarray:
+    """(L+1, n, w) -> as `mode` says: all layers, the top one, their mean, or their sum weighted by
+    `layer_weights` as given (no softmax, no gamma). `mode="mix"`, `mix=`: the old spelling of
+    "weighted", `layer_weights=` (see `layer_settings`)."""
+    if mix is not None or mode in DEPRECATED_LAYER_MODES:
+        mode, layer_weights = layer_settings(mode, layer_weights, mix)
     if mode == "all":
         return layers
     if mode == "top":
         return layers[-1]
     if mode == "average":
         return layers.mean(axis=0)
-    if mode == "mix":
-        if mix is None or len(mix) != layers.shape[0]:
-            raise DumpError(f"a mix needs {layers.shape[0]} weights (one per layer), got {mix}")
-        weights = numpy.asarray(mix, dtype=numpy.float32)
+    if mode == "weighted":
+        if layer_weights is None or len(layer_weights) != layers.shape[0]:
+            raise DumpError(f"--layers weighted needs --layer-weights: {layers.shape[0]} comma-separated "
+                            f"weights, one per layer, got {layer_weights}")
+        weights = numpy.asarray(layer_weights, dtype=numpy.float32)
         return numpy.tensordot(weights, layers, axes=(0, 0)).astype(numpy.float32)
     raise DumpError(f"unknown layer mode {mode!r}; choose from {LAYER_MODES}")
 
 
-def check_layers(layers: str, mix: Optional[Sequence[float]], n_layers: int, width: int) -> None:
-    """Refuse an unknown layer mode or a mix with the wrong number of weights, before any work."""
+def check_layers(layers: str, layer_weights: Weights, n_layers: int, width: int) -> None:
+    """Refuse an unknown layer mode or weights that are not one per layer, before any work."""
+    layers, layer_weights = layer_settings(layers, layer_weights)
     if layers not in LAYER_MODES:
         raise DumpError(f"unknown layer mode {layers!r}; choose from {LAYER_MODES}")
-    if layers == "mix":
-        combine_layers(numpy.zeros((n_layers, 0, width), dtype=numpy.float32), layers, mix)
+    if layers == "weighted":
+        combine_layers(numpy.zeros((n_layers, 0, width), dtype=numpy.float32), layers, layer_weights)
 
 
 def shard_path(output: PathLike, shard: int, n_shards: int) -> Path:
@@ -196,7 +253,7 @@ class Hdf5Sink:
         except OSError as err:
             raise DumpError(f"{work}: cannot write the output ({err})") from None
         self.out.attrs["status"] = "incomplete"
-        self.out.attrs["layers"] = layers
+        self.out.attrs["layers"] = recorded_layer_mode(layers)
         self.out.attrs["shard"] = f"{shard[0]}/{shard[1]}"
         self.writer = _DatasetWriter(self.out)
         self.remote: Optional[str] = None  # an fsspec URL to upload FINAL to (see `finish_sink`)
@@ -300,7 +357,7 @@ def embed_file(
     input_path: InputsLike,
     output_path: PathLike,
     layers: str = "all",
-    mix: Optional[Sequence[float]] = None,
+    layer_weights: Weights = None,
     batch_tokens: int = EMBED_BATCH_TOKENS,
     batch_size: int = EMBED_BATCH_SENTENCES,
     chunk_lines: int = 4096,
@@ -315,6 +372,7 @@ def embed_file(
     pipeline: Optional[str] = None,
     sentence_index: bool = True,
     output_format: str = "hdf5",
+    mix: Weights = None,
 ) -> Union[Path, str]:
     """Embed INPUT unit by unit into OUTPUT (or its shard file); memory stays flat.
 
@@ -322,9 +380,12 @@ def embed_file(
     `inputs` for the formats, told by extension unless `input_format` says).
     This shard's input is read once before any work (`InputPlan.check`), so a
     bad file fails at once, naming its first bad line (`encoding_errors`: see
-    `read_lines`). Returns the file (or directory, for Parquet) written.
+    `read_lines`). Returns the file (or directory, for Parquet) written. `layers="weighted"` sums
+    the layers with `layer_weights` as given; `layers="mix"` and `mix=` are its old spelling
+    (`layer_settings`).
     """
-    check_layers(layers, mix, model.n_layers, model.width)
+    layers, layer_weights = layer_settings(layers, layer_weights, mix)
+    check_layers(layers, layer_weights, model.n_layers, model.width)
     plan = plan_inputs(input_path, input_format, shard, encoding_errors, lang, pipeline)
     output = str(output_path)
     if output_format == "hdf5" and not is_url(output):
@@ -334,8 +395,8 @@ def embed_file(
     plan.check()
     sink = open_sink(output_path, output_format, plan, layers, chunk_lines, sentence_index, resume, overwrite)
     try:
-        run_local(model, plan.units(), plan.files, sink, layers, mix, chunk_lines, batch_tokens, batch_size,
-                  precision, on_progress)
+        run_local(model, plan.units(), plan.files, sink, layers, layer_weights, chunk_lines, batch_tokens,
+                  batch_size, precision, on_progress)
     except BaseException:
         sink.close()
         raise
@@ -348,7 +409,7 @@ def run_local(
     files: Sequence[str],
     sink,
     layers: str,
-    mix: Optional[Sequence[float]],
+    layer_weights: Weights,
     chunk_lines: int,
     batch_tokens: int,
     batch_size: int,
@@ -356,6 +417,7 @@ def run_local(
     on_progress: Progress = None,
 ) -> None:
     """Embed units in chunks of `chunk_lines` (and never across a sink's chunk boundary) into `sink`."""
+    layers, layer_weights = layer_settings(layers, layer_weights)  # the old spelling warns here, not per unit
     pending: List[Tuple[str, Unit]] = []
     current = None
     for key, unit in units:
@@ -363,23 +425,27 @@ def run_local(
             continue
         chunk = sink.chunk_key(unit)
         if pending and chunk != current:
-            _write_chunk(model, sink, pending, files, layers, mix, batch_tokens, batch_size, precision, on_progress)
+            _write_chunk(model, sink, pending, files, layers, layer_weights, batch_tokens, batch_size, precision,
+                         on_progress)
             pending = []
         current = chunk
         pending.append((key, unit))
         if len(pending) >= chunk_lines:
-            _write_chunk(model, sink, pending, files, layers, mix, batch_tokens, batch_size, precision, on_progress)
+            _write_chunk(model, sink, pending, files, layers, layer_weights, batch_tokens, batch_size, precision,
+                         on_progress)
             pending = []
     if pending:
-        _write_chunk(model, sink, pending, files, layers, mix, batch_tokens, batch_size, precision, on_progress)
+        _write_chunk(model, sink, pending, files, layers, layer_weights, batch_tokens, batch_size, precision,
+                     on_progress)
 
 
-def _write_chunk(model, sink, pending, files, layers, mix, batch_tokens, batch_size, precision, on_progress) -> None:
+def _write_chunk(model, sink, pending, files, layers, layer_weights, batch_tokens, batch_size, precision,
+                 on_progress) -> None:
     sentences = [unit.tokens for _, unit in pending]
     for indices, arrays in model.embed_batches(sentences, batch_tokens, batch_size, precision):
         for i, array in zip(indices, arrays):
             key, unit = pending[i]
-            sink.write(key, files[unit.file], unit, combine_layers(array, layers, mix))
+            sink.write(key, files[unit.file], unit, combine_layers(array, layers, layer_weights))
         if on_progress is not None:
             on_progress(sum(len(sentences[i]) for i in indices), len(indices))
     sink.end_chunk()
@@ -449,7 +515,7 @@ def join_shards(
                             mapping[text] = key
                 else:
                     mapping = None
-                out.attrs["layers"] = shard.attrs.get("layers", "all")
+                out.attrs["layers"] = recorded_layer_mode(shard.attrs.get("layers"))
                 for key in shard.keys():
                     if not is_unit_key(key):
                         continue
@@ -490,6 +556,7 @@ def read_dump(path: PathLike) -> Tuple[dict, "h5py.File"]:
 
 __all__ = [
     "embed_file", "join_shards", "combine_layers", "read_dump", "DumpError", "LAYER_MODES", "OUTPUT_FORMATS",
+    "DEPRECATED_LAYER_MODES", "check_layers", "layer_settings", "recorded_layer_mode",
     "shard_path", "partial_path", "read_lines", "check_text", "plan_inputs", "InputPlan", "Hdf5Sink", "open_sink",
     "finish_sink", "run_local",
 ]

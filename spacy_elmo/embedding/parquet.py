@@ -24,6 +24,7 @@ from typing import TYPE_CHECKING, Iterator, List, Optional, Sequence, Set, Tuple
 import numpy
 
 from ..io.atomic import commit
+from .dump import recorded_layer_mode
 from .inputs import DumpError, Unit, is_url, local_path
 
 if TYPE_CHECKING:
@@ -68,7 +69,8 @@ def vectors_array(arrays: Sequence[numpy.ndarray]) -> "pyarrow.Array":
 
 
 def rows_table(rows: Sequence[Tuple[str, str, Unit, numpy.ndarray]], layers: str) -> "pyarrow.Table":
-    """An Arrow table of (key, input path, unit, vectors) rows, with the `layers` mode in its metadata."""
+    """An Arrow table of (key, input path, unit, vectors) rows, with the `layers` mode in its metadata
+    (`spacy_elmo.layers`; read it with `dump.recorded_layer_mode`, which also reads the old "mix")."""
     pa = _pyarrow()
     table = pa.table({
         "key": pa.array([key for key, _, _, _ in rows], type=pa.string()),
@@ -80,7 +82,7 @@ def rows_table(rows: Sequence[Tuple[str, str, Unit, numpy.ndarray]], layers: str
         "tokens": pa.array([list(u.tokens) for _, _, u, _ in rows], type=pa.list_(pa.string())),
         "elmo": vectors_array([array for _, _, _, array in rows]),
     })
-    return table.replace_schema_metadata({"spacy_elmo.layers": layers})
+    return table.replace_schema_metadata({"spacy_elmo.layers": recorded_layer_mode(layers)})
 
 
 class PartStore:

@@ -32,9 +32,11 @@ from .dump import (
     InputPlan,
     LAYER_MODES,
     Progress,
+    Weights,
     check_layers,
     combine_layers,
     finish_sink,
+    layer_settings,
     open_sink,
     plan_inputs,
 )
@@ -59,11 +61,15 @@ def require_ray():
 
 @dataclass
 class EmbedSettings:
-    """What every worker needs to build its biLM and embed as the local engine does (picklable)."""
+    """What every worker needs to build its biLM and embed as the local engine does (picklable).
+
+    `mix` is the old name of `layer_weights` (and `layers="mix"` of "weighted"): read into them,
+    with a FutureWarning, so workers only ever see the current spelling.
+    """
 
     weights: Optional[str] = None
     layers: str = "all"
-    mix: Optional[List[float]] = None
+    layer_weights: Optional[List[float]] = None
     batch_tokens: int = EMBED_BATCH_TOKENS
     batch_size: int = EMBED_BATCH_SENTENCES
     precision: str = "float32"
@@ -71,6 +77,12 @@ class EmbedSettings:
     cache: int = defaults.TOKEN_CACHE_SIZE
     threads: int = 1
     gpu: bool = False
+    mix: Optional[List[float]] = None
+
+    def __post_init__(self) -> None:
+        # 1: layer_settings, 2: here, 3: the dataclass's __init__, 4: who built the settings
+        self.layers, self.layer_weights = layer_settings(self.layers, self.layer_weights, self.mix, stacklevel=4)
+        self.mix = None
 
 
 class BiLMWorker:
@@ -98,16 +110,17 @@ class BiLMWorker:
 
     def __call__(self, batch) -> Any:
         s = self.settings
-        check_layers(s.layers, s.mix, self.model.n_layers, self.model.width)  # here, a task error names it
+        check_layers(s.layers, s.layer_weights, self.model.n_layers, self.model.width)  # a task error names it
         tokens = batch.column(self.column).to_pylist()
         todo = batch.column(self.skip_column).to_pylist() if self.skip_column else [True] * len(tokens)
         positions = [i for i, wanted in enumerate(todo) if wanted]
-        empty = combine_layers(numpy.zeros((self.model.n_layers, 0, self.model.width), numpy.float32), s.layers, s.mix)
+        empty = combine_layers(numpy.zeros((self.model.n_layers, 0, self.model.width), numpy.float32), s.layers,
+                               s.layer_weights)
         results: List[numpy.ndarray] = [empty] * len(tokens)
         sentences = [[str(t) for t in tokens[i]] for i in positions]
         for indices, arrays in self.model.embed_batches(sentences, s.batch_tokens, s.batch_size, s.precision):
             for i, array in zip(indices, arrays):
-                results[positions[i]] = combine_layers(array, s.layers, s.mix)
+                results[positions[i]] = combine_layers(array, s.layers, s.layer_weights)
         if self.output_column in batch.column_names:
             batch = batch.drop_columns([self.output_column])
         return batch.append_column(self.output_column, tensor_column(results))
@@ -158,7 +171,7 @@ def embed_dataset(
     pipeline: Optional[str] = None,
     output_column: str = "elmo",
     layers: str = "all",
-    mix: Optional[Sequence[float]] = None,
+    layer_weights: Weights = None,
     workers: int = 1,
     cpus_per_worker: int = 1,
     gpus_per_worker: Optional[float] = None,
@@ -168,9 +181,11 @@ def embed_dataset(
     precision: str = "float32",
     backend: str = defaults.BACKEND,
     cache: int = defaults.TOKEN_CACHE_SIZE,
+    mix: Weights = None,
 ) -> "ray.data.Dataset":
     """`ds` with `output_column` added: each row's vectors, (L+1, n_tokens, width) float32
-    (or (n_tokens, width) for `layers` top, average or mix).
+    (or (n_tokens, width) for `layers` top, average or weighted, the last summing the layers with
+    `layer_weights` as given; `layers="mix"`, `mix=`: the old spelling of it).
 
     column: a column of token lists; or text_column: a column of texts,
     tokenized with `spacy.blank(lang)` or a pipeline's tokenizer (`pipeline`)
@@ -180,6 +195,7 @@ def embed_dataset(
     until the result is consumed. The vectors equal `BiLM.embed`'s.
     """
     ray = require_ray()
+    layers, layer_weights = layer_settings(layers, layer_weights, mix)
     if layers not in LAYER_MODES:
         raise DumpError(f"unknown layer mode {layers!r}; choose from {LAYER_MODES}")
     if text_column is not None:
@@ -187,8 +203,8 @@ def embed_dataset(
             raise DumpError("text_column needs a tokenizer: pass lang or pipeline")
         ds = ds.map_batches(functools.partial(_tokenize_batch, text_column=text_column, column=column, lang=lang,
                                               pipeline=pipeline), batch_format="pyarrow")
-    settings = EmbedSettings(weights, layers, list(mix) if mix is not None else None, batch_tokens, batch_size,
-                             precision, backend, cache, cpus_per_worker, False)
+    settings = EmbedSettings(weights, layers, layer_weights, batch_tokens, batch_size, precision, backend, cache,
+                             cpus_per_worker, False)
     gpus = _gpus(ray, gpus_per_worker)
     settings.gpu = gpus > 0
     return _embed_step(ds, settings, workers, cpus_per_worker, gpus, rows_per_batch, column, output_column)
@@ -264,7 +280,7 @@ def embed_files(
     output_format: str = "hdf5",
     sentence_index: bool = True,
     layers: str = "all",
-    mix: Optional[Sequence[float]] = None,
+    layer_weights: Weights = None,
     batch_size: int = EMBED_BATCH_SENTENCES,
     batch_tokens: int = EMBED_BATCH_TOKENS,
     chunk_lines: int = 4096,
@@ -280,21 +296,23 @@ def embed_files(
     encoding_errors: str = "strict",
     progress: bool = False,
     on_progress: Progress = None,
+    mix: Weights = None,
 ) -> Union[Path, str]:
     """`embed_file` on Ray Data: the same input, settings and output file; see the module docstring.
 
     Without `address` it starts a local Ray instance (`workers *
     cpus_per_worker` CPUs) and shuts it down at the end; a process already
     connected to Ray keeps its connection. `progress`: Ray Data's own
-    progress bars.
+    progress bars. `layers="mix"`, `mix=`: the old spelling of "weighted", `layer_weights=`.
     """
     ray = require_ray()
+    layers, layer_weights = layer_settings(layers, layer_weights, mix)
     if layers not in LAYER_MODES:
         raise DumpError(f"unknown layer mode {layers!r}; choose from {LAYER_MODES}")
     if workers < 1 or cpus_per_worker < 1:
         raise DumpError(f"--workers and --cpus-per-worker must be >= 1, got {workers} and {cpus_per_worker}")
     plan = plan_inputs(inputs, input_format, (0, 1), encoding_errors, lang, pipeline)
-    _check_model(weights, layers, mix)
+    _check_model(weights, layers, layer_weights)
     sink = open_sink(output_path, output_format, plan, layers, chunk_lines, sentence_index, resume, overwrite)
     skip = _Skip()
     if output_format == "parquet":
@@ -310,8 +328,8 @@ def embed_files(
         context.execution_options.preserve_order = True
         context.enable_progress_bars = progress
         gpus = _gpus(ray, gpus_per_worker)
-        settings = EmbedSettings(weights, layers, list(mix) if mix is not None else None, batch_tokens, batch_size,
-                                 precision, backend, cache, cpus_per_worker, gpus > 0)
+        settings = EmbedSettings(weights, layers, layer_weights, batch_tokens, batch_size, precision, backend,
+                                 cache, cpus_per_worker, gpus > 0)
         files = [{"file": i} for i in plan.mine]
         if files:
             ds = _from_items(ray, files)
@@ -332,8 +350,8 @@ def embed_files(
     return finish_sink(sink)
 
 
-def _check_model(weights: Optional[str], layers: str, mix: Optional[Sequence[float]]) -> None:
-    """Load the model once on the driver: a bad `weights` or mix fails here, with the local engine's
+def _check_model(weights: Optional[str], layers: str, layer_weights: Weights) -> None:
+    """Load the model once on the driver: bad `weights` or layer weights fail here, with the local engine's
     message, before Ray starts (and a download lands in this node's cache before the workers ask)."""
     from ..io import WeightsError
     from ..layers.loaders import read_weights
@@ -342,7 +360,7 @@ def _check_model(weights: Optional[str], layers: str, mix: Optional[Sequence[flo
         model = read_weights(weights or None).bilm
     except WeightsError as err:
         raise DumpError(str(err)) from None
-    check_layers(layers, mix, model.n_layers, model.width)
+    check_layers(layers, layer_weights, model.n_layers, model.width)
     del model
 
 

@@ -55,6 +55,21 @@ def test_embed_binary_file(allennlp_dir, tmp_path):
             "NUL byte (a binary file?)")
 
 
+@pytest.mark.parametrize("args,expected", [
+    (["--layers", "weighted"], "--layers weighted needs --layer-weights"),
+    (["--layers", "weighted", "--layer-weights", "1"], "--layer-weights: 3 comma-separated weights"),
+    (["--layers", "weighted", "--layer-weights", "a,b,c"], "--layer-weights must be comma-separated numbers"),
+    (["--layers", "mix", "--mix", "1"], "--layer-weights: 3 comma-separated weights"),
+    (["--layers", "mix", "--mix", "x"], "--layer-weights must be comma-separated numbers"),
+    (["--layers", "weighted", "--mix", "1,0,0", "--layer-weights", "1,0,0"], "pass --layer-weights only"),
+])
+def test_embed_bad_layer_weights_name_the_option(allennlp_dir, tmp_path, args, expected):
+    text = tmp_path / "in.txt"
+    text.write_text("hello world\n")
+    refused(["embed", text, tmp_path / "o.h5", "--weights", allennlp_dir, "-q", *args], expected)
+    assert not (tmp_path / "o.h5").exists() and not (tmp_path / "o.h5.partial").exists()
+
+
 def test_embed_unknown_encoding_errors_mode(allennlp_dir, tmp_path):
     text = tmp_path / "in.txt"
     text.write_text("fine\n")

@@ -59,6 +59,33 @@ def test_embed_convert_info(allennlp_dir, tmp_path):
     assert result.exit_code == 1 and "--backend: backend 'gpu': unknown backend" in result.output
 
 
+def test_embed_layers_weighted_and_its_old_spelling(allennlp_dir, tmp_path):
+    text = tmp_path / "in.txt"
+    text.write_text("hello world\n\nsecond line .\n")
+    common = ["--weights", str(allennlp_dir), "--quiet"]
+    new = runner.invoke(app, ["embed", str(text), str(tmp_path / "new.h5"), *common, "--layers", "weighted",
+                              "--layer-weights", "0.2,0.3,0.5"])
+    assert new.exit_code == 0, new.output
+    assert "mix" not in new.output
+    old = runner.invoke(app, ["embed", str(text), str(tmp_path / "old.h5"), *common, "--layers", "mix",
+                              "--mix", "0.2,0.3,0.5"])
+    assert old.exit_code == 0, old.output
+    # one warning line for both old names, naming the new ones
+    assert flat(old).count("now called") == 1
+    assert "--layers weighted and --layer-weights" in flat(old) and "removed" in flat(old)
+    with h5py.File(tmp_path / "new.h5", "r") as a, h5py.File(tmp_path / "old.h5", "r") as b:
+        assert a.attrs["layers"] == b.attrs["layers"] == "weighted"
+        for key in ("0", "1", "2"):
+            assert a[key].shape == b[key].shape and a[key][...].tobytes() == b[key][...].tobytes()
+    # either old name alone warns too
+    for args in (["--layers", "mix", "--layer-weights", "0.2,0.3,0.5"], ["--layers", "weighted", "--mix", "1,0,0"]):
+        result = runner.invoke(app, ["embed", str(text), str(tmp_path / "o.h5"), *common, "--overwrite", *args])
+        assert result.exit_code == 0 and flat(result).count("now called") == 1, result.output
+    # --help shows the new option only
+    result = runner.invoke(app, ["embed", "--help"])
+    assert "--layer-weights" in result.output and "--mix" not in result.output
+
+
 def test_info_names_the_cpu(tmp_path):
     from spacy_elmo.cli.info import cpu_name
 

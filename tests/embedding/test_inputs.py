@@ -3,6 +3,7 @@ Parquet output and its resume, and Ray being optional."""
 import hashlib
 import json
 import sys
+from pathlib import Path
 
 import h5py
 import numpy
@@ -182,12 +183,21 @@ def test_parquet_single_combined_layer(allennlp_bilm, tmp_path):
     pytest.importorskip("pyarrow")
     from spacy_elmo.embedding.parquet import read_parts
 
+    import pyarrow.parquet as pq
+
+    from spacy_elmo.embedding.dump import recorded_layer_mode
+
     path = write_text(tmp_path / "in.txt")
-    out = embed_file(allennlp_bilm, path, tmp_path / "pq", output_format="parquet", layers="mix", mix=[0.2, 0.3, 0.5])
+    out = embed_file(allennlp_bilm, path, tmp_path / "pq", output_format="parquet", layers="weighted",
+                     layer_weights=[0.2, 0.3, 0.5])
     rows = dict(read_parts(str(out)))
     full = allennlp_bilm.embed([["The", "cat", "sat", "."]])[0]
     assert rows["0"].shape == (4, 32) and rows["1"].shape == (0, 32)
     numpy.testing.assert_allclose(rows["0"], numpy.tensordot([0.2, 0.3, 0.5], full, 1), atol=1e-6)
+    # each part records the mode; "mix", which parts of an earlier version say, reads as the same mode
+    for part in sorted(Path(out).glob("*.parquet")):
+        recorded = pq.read_schema(part).metadata[b"spacy_elmo.layers"]
+        assert recorded == b"weighted" and recorded_layer_mode(recorded) == recorded_layer_mode(b"mix")
 
 
 def test_ray_missing_is_one_clear_error(allennlp_dir, tmp_path, monkeypatch):

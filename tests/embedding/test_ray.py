@@ -109,6 +109,27 @@ def test_ray_hdf5_resume_keeps_what_is_written(local_ray, allennlp_dir, inputs_d
     assert resumed_map == local_map and attrs["status"] == "complete"
 
 
+def test_workers_read_the_old_mix_spelling_as_weighted(allennlp_dir, allennlp_bilm, monkeypatch):
+    """No Ray instance: the settings a worker gets, and what it computes from them."""
+    import pyarrow
+
+    from spacy_elmo.embedding import dump
+    from spacy_elmo.embedding.ray import BiLMWorker, EmbedSettings
+
+    monkeypatch.setattr(dump, "_WARNED", set())
+    weights = [0.2, 0.3, 0.5]
+    new = EmbedSettings(str(allennlp_dir), "weighted", weights)
+    with pytest.warns(FutureWarning, match="layer_weights="):
+        old = EmbedSettings(str(allennlp_dir), "mix", mix=weights)
+    assert (old.layers, old.layer_weights, old.mix) == ("weighted", weights, None)
+    sentences = [["The", "cat", "sat", "."], []]
+    batch = pyarrow.table({"tokens": pyarrow.array(sentences, type=pyarrow.list_(pyarrow.string()))})
+    a, b = (BiLMWorker(settings)(batch).column("elmo").chunk(0).to_numpy() for settings in (new, old))
+    assert [x.tobytes() for x in a] == [x.tobytes() for x in b]
+    expected = dump.combine_layers(allennlp_bilm.embed([sentences[0]])[0], "weighted", weights)
+    assert numpy.array_equal(a[0], expected) and a[1].shape == (0, 32)
+
+
 def test_embed_dataset_adds_the_vectors_to_a_ray_dataset(local_ray, allennlp_dir, allennlp_bilm):
     from spacy_elmo.embedding.ray import embed_dataset
 
