@@ -4,9 +4,14 @@ the process group, the backend, and the device of every collective's tensor.
 Regression: under NCCL every step all-reduced a CPU tensor (`Dist.any`), which
 NCCL cannot do, and no `torch.cuda.set_device(local_rank)` preceded the
 collectives. (The two-process run itself is
-tests/pretrain/test_pretrain.py::test_two_gloo_processes_hold_identical_weights;
-on GPUs, benchmarks/gpu_check.sh.)
+test_two_gloo_processes_hold_identical_weights, below; on GPUs,
+benchmarks/gpu_check.sh.)
 """
+import json
+import os
+import subprocess
+import sys
+
 import pytest
 import torch
 
@@ -112,3 +117,17 @@ def test_trainer_takes_the_rank_device(tiny_config_path, small_corpus, tmp_path,
     trainer = Trainer(config, tmp_path / "run", progress=False)
     assert trainer.device == torch.device("cuda:0")
     assert recorder.calls[0] == ("set_device", torch.device("cuda:0"))
+
+
+def test_two_gloo_processes_hold_identical_weights(tiny_config_path, small_corpus, tmp_path):
+    out = subprocess.run(
+        [sys.executable, "-m", "torch.distributed.run", "--nproc_per_node", "2", "--master_port", "29517",
+         "-m", "spacy_elmo", "pretrain", str(tiny_config_path), str(tmp_path / "ddp"), "--quiet",
+         "--paths.train", str(small_corpus), "--training.max_steps", "4", "--training.threads", "1"],
+        capture_output=True, text=True, env={**os.environ, "OMP_NUM_THREADS": "1"}, timeout=600,
+    )
+    assert out.returncode == 0, out.stderr[-3000:]
+    rows = [json.loads(line) for line in (tmp_path / "ddp" / "log.jsonl").read_text().splitlines()]
+    checksums = [r["replica_checksums"] for r in rows if "replica_checksums" in r]
+    assert len(checksums) == 1 and len(checksums[0]) == 2 and checksums[0][0] == checksums[0][1]
+    assert rows[0]["step"] == 4

@@ -1,8 +1,11 @@
-"""Command-line overrides are read as spaCy's commands read them, without spaCy."""
+"""Pretraining settings: command-line overrides read as spaCy's commands read them (without spaCy),
+bad settings named, and a resume refused where the architecture changed."""
 import pytest
 
-from spacy_elmo.pretrain import SettingsError
+from spacy_elmo.pretrain import SettingsError, load_config, pretrain
 from spacy_elmo.pretrain.settings import parse_overrides
+
+from .runs import _config
 
 ARGS = [
     ["--training.max_steps", "100", "--paths.train", "corpus/x.txt.gz"],
@@ -34,3 +37,36 @@ def test_bad_overrides(args, message, monkeypatch):
     monkeypatch.delenv("SPACY_CONFIG_OVERRIDES", raising=False)
     with pytest.raises(SettingsError, match=message):
         parse_overrides(args)
+
+
+@pytest.mark.parametrize("overrides,message", [
+    ({"training.optimiser": "adam"}, "unknown override"),
+    ({"training.mode": "bogus"}, "choose one of"),
+    ({"softmax.kind": "hier"}, "choose one of"),
+    ({"vocab.max_size": 2}, r"\[vocab\] max_size = 2: .* 4 \(three special tokens and a word\)"),
+    ({"training.learning_rate": 0}, r"\[training\] learning_rate = 0: .*greater than 0"),
+    ({"training.batch_tokens": "many"}, r"\[training\] batch_tokens = 'many': .*integer"),
+    # every problem at once, in one message
+    ({"training.eval_every": 0, "softmax.kind": "x"},
+     r"\[softmax\] kind = 'x'; choose one of .*; \[training\] eval_every"),
+])
+def test_bad_settings(tiny_config_path, overrides, message):
+    with pytest.raises(SettingsError, match=message):
+        load_config(tiny_config_path, overrides)
+
+
+def test_unknown_setting_in_file(tmp_path):
+    path = tmp_path / "c.cfg"
+    path.write_text("[training]\nlearning_rat = 0.1\n")
+    with pytest.raises(SettingsError, match="unknown setting"):
+        load_config(path)
+
+
+def test_resume_refuses_a_changed_architecture(tiny_config_path, small_corpus, tmp_path):
+    config = _config(tiny_config_path, paths__train=str(small_corpus), training__max_steps=2)
+    pretrain(config, tmp_path / "r", progress=False)
+    changed = _config(tiny_config_path, paths__train=str(small_corpus), training__max_steps=4, model__lstm_dim=32)
+    with pytest.raises(SettingsError, match="different architecture.*lstm_dim"):
+        pretrain(changed, tmp_path / "r", resume=True, progress=False)
+    more_steps = _config(tiny_config_path, paths__train=str(small_corpus), training__max_steps=4)
+    assert pretrain(more_steps, tmp_path / "r", resume=True, progress=False)["step"] == 4

@@ -1,4 +1,5 @@
-"""Pretraining text: spaCy's tokenizer or pre-tokenized text, the cache key, and spaCy only where the data needs it."""
+"""Pretraining text: spaCy's tokenizer or pre-tokenized text, DocBin and gzip corpora, the cache key, and spaCy only
+where the data needs it."""
 import gzip
 import hashlib
 import subprocess
@@ -7,7 +8,7 @@ import textwrap
 
 import pytest
 
-from spacy_elmo.pretrain import SettingsError, load_config
+from spacy_elmo.pretrain import SettingsError, load_config, pretrain
 from spacy_elmo.pretrain.text_corpus import (
     _CACHE_VERSION,
     TokenizedCorpus,
@@ -16,6 +17,8 @@ from spacy_elmo.pretrain.text_corpus import (
     text_segments,
     tokenize_lines,
 )
+
+from .runs import _config
 
 # whitespace of every kind, affixes, exceptions, URLs, emoji: what spaCy's tokenizer splits apart
 AWKWARD_LINES = [
@@ -117,3 +120,20 @@ def test_training_on_pretokenized_text_gives_the_same_weights(tiny_config_path, 
     assert runs["spacy"].keys() == runs["whitespace"].keys()
     for name, tensor in runs["spacy"].items():
         assert torch.equal(runs["whitespace"][name], tensor), name
+
+
+def test_docbin_and_gzip_corpora(tiny_config_path, small_corpus, tmp_path):
+    import gzip
+
+    import spacy
+    from spacy.tokens import DocBin
+
+    nlp = spacy.blank("en")
+    docs = [nlp(line) for line in small_corpus.read_text().splitlines()[:30] if line.strip()]
+    DocBin(docs=docs).to_disk(tmp_path / "c.spacy")
+    with gzip.open(tmp_path / "c.txt.gz", "wt") as f:
+        f.write(small_corpus.read_text())
+    for train in ("c.spacy", "c.txt.gz"):
+        config = _config(tiny_config_path, paths__train=str(tmp_path / train), training__max_steps=2)
+        result = pretrain(config, tmp_path / f"run-{train}", progress=False)
+        assert result["step"] == 2

@@ -1,26 +1,20 @@
-"""Pretraining at scale: corpus shares per process, gradient accumulation, resuming at
+"""Corpus shares per process (spacy_elmo/pretrain/shards.py): disjoint shares and one vocabulary, resuming at
 another number of processes (two gloo processes started by torch.multiprocessing)."""
 import json
 import os
 import socket
-import time
 from pathlib import Path
 
 import pytest
 import torch
 import torch.multiprocessing as mp
-from tqdm import tqdm
 
-from spacy_elmo.bilm.language_model import sentence_batch
 from spacy_elmo.bilm.vocab import Vocabulary
 from spacy_elmo.pretrain import TokenizedCorpus, Trainer, load_config
 from spacy_elmo.pretrain.checkpoint import load_checkpoint
 from spacy_elmo.pretrain.shards import ShardedCorpus, plan_shares
 
-
-def _overrides(files, **extra):
-    return {"paths.train": [str(f) for f in files], "training.threads": 1, "training.eval_every": 1000,
-            "training.checkpoint_every": 1000, "training.max_epochs": 1, **extra}
+from .runs import _overrides, _trainer
 
 
 @pytest.fixture
@@ -181,51 +175,3 @@ def _count_share_batches(config_path, files, tmp_path):
     assert isinstance(trainer.sharded, ShardedCorpus)
     return [sum(1 for _ in trainer.share_batches(trainer.sharded.corpus(s), s, 0))
             for s in range(len(trainer.sharded.shares))]
-
-
-def _trainer(config_path, files, out, **extra):
-    config = load_config(config_path, _overrides(files, **extra))
-    trainer = Trainer(config, out, device="cpu", progress=False)
-    trainer.prepare_data()
-    trainer._build(None)
-    trainer.bar = tqdm(disable=True)
-    trainer.started = time.perf_counter()
-    return trainer
-
-
-def test_two_half_batches_make_one_batch(tiny_config_path, small_corpus, tmp_path):
-    """Accumulation: the gradients of two micro-batches equal those of their union (1e-6)."""
-    extra = {"training.grad_clip": 0, "softmax.kind": "full"}
-    whole = _trainer(tiny_config_path, [small_corpus], tmp_path / "a", **extra)
-    halves = _trainer(tiny_config_path, [small_corpus], tmp_path / "b", **{**extra, "training.accumulate_steps": 2})
-    sentences = [s for _, s in zip(range(12), whole.train_corpus.segments())]
-    assert isinstance(whole.train_corpus, TokenizedCorpus)
-    whole._step([sentence_batch(sentences, whole.vocab)])
-    halves._step([sentence_batch(sentences[:5], halves.vocab), sentence_batch(sentences[5:], halves.vocab)])
-    compared = 0
-    for (name, a), (_, b) in zip(whole.lm.named_parameters(), halves.lm.named_parameters()):
-        if a.grad is None:
-            assert b.grad is None, name
-            continue
-        torch.testing.assert_close(a.grad, b.grad, rtol=0, atol=1e-6, msg=name)
-        compared += 1
-    assert compared > 10
-    assert whole.position.tokens == halves.position.tokens == sum(len(s) + 1 for s in sentences)
-    assert abs(whole.window.loss - halves.window.loss) < 1e-5
-
-
-def test_accumulation_trains_with_a_step_per_two_batches(tiny_config_path, small_corpus, tmp_path):
-    one = Trainer(load_config(tiny_config_path, _overrides([small_corpus])), tmp_path / "one", progress=False).run()
-    two = Trainer(load_config(tiny_config_path, _overrides([small_corpus], **{"training.accumulate_steps": 2})),
-                  tmp_path / "two", progress=False).run()
-    assert two["step"] == one["step"] // 2
-    assert two["tokens"] <= one["tokens"]
-
-
-def test_shard_files_refuses_stream_mode(tiny_config_path, small_corpus, tmp_path):
-    from spacy_elmo.pretrain import SettingsError
-
-    extra = {"corpus.shard": "files", "training.mode": "stream"}
-    config = load_config(tiny_config_path, _overrides([small_corpus], **extra))
-    with pytest.raises(SettingsError, match="shard"):
-        Trainer(config, tmp_path / "run", progress=False).run()
