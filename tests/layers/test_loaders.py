@@ -212,24 +212,3 @@ def test_a_loaded_pipeline_never_runs_its_loader(allennlp_dir, tmp_path, reads):
     other.from_bytes(data)
     _same_as(other, load_bilm(allennlp_dir))
     assert reads == []
-
-
-def test_the_commands_read_through_the_same_resolution(allennlp_dir, monkeypatch):
-    from typer.testing import CliRunner
-
-    from spacy_elmo.cli import app
-    from spacy_elmo.cli._util import load_weights_or_fail
-    from spacy_elmo.layers import loaders
-
-    asked = []
-    real = loaders.resolve_loader
-
-    def recording(weights=None):
-        asked.append(weights)
-        return real(weights)
-
-    monkeypatch.setattr(loaders, "resolve_loader", recording)
-    result = CliRunner().invoke(app, ["info", str(allennlp_dir), "--json"])
-    assert result.exit_code == 0, result.output
-    assert asked == [str(allennlp_dir)]
-    assert load_weights_or_fail(None).bilm.width == load_bilm().width and asked[-1] is None
