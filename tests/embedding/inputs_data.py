@@ -1,7 +1,9 @@
-"""Small inputs in every format `embed` reads, and the units each should give."""
+"""Small inputs in every format `embed` reads, the units each should give, and a finished dump's contents."""
 import json
 from pathlib import Path
 from typing import Dict, List
+
+import h5py
 
 TEXT_LINES = ["The cat sat .", "", "A second , longer line of text here", "The cat sat .", "   spaced    out   "]
 JSONL_RECORDS = [{"tokens": ["Tokens", "given", "as", "is", "."]}, None, {"text": "Hello there, world."},
@@ -68,3 +70,11 @@ WRITERS = {"text": ("in.txt", write_text), "jsonl": ("in.jsonl", write_jsonl), "
 def write_all(directory: Path) -> Dict[str, Path]:
     """One file per format in `directory`; sorted by name: conllu, jsonl, spacy, txt."""
     return {fmt: writer(directory / name) for fmt, (name, writer) in WRITERS.items()}
+
+
+def datasets(path):
+    """{key: array} and sentence_to_index (or None) of a finished dump."""
+    with h5py.File(path, "r") as f:
+        arrays = {key: f[key][...] for key in f.keys() if key != "sentence_to_index"}
+        mapping = json.loads(f["sentence_to_index"][0]) if "sentence_to_index" in f else None
+    return arrays, mapping
