@@ -578,7 +578,7 @@ class Trainer:
             plot_perplexity(self.paths.log, self.paths.plot)
         # every process leaves the group together, after the main one has saved: a process
         # that tore its group down while the main one still held the connections could abort
-        # in gloo's teardown (test_scale.py::test_resume_two_processes_on_one exercises this)
+        # in gloo's teardown (tests/pretrain/test_shards.py::test_resume_two_processes_on_one exercises this)
         self.dist.barrier()
         return final_metrics, replicas
 
