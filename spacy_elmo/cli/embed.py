@@ -72,7 +72,8 @@ def embed_cli(
     cache: int = typer.Option(defaults.TOKEN_CACHE_SIZE, "--cache", help="Token-encoder cache size (0: off)"),
     precision: str = typer.Option("float32", "--precision", help="float32, or bfloat16/float16 autocast"),
     backend: str = typer.Option(
-        defaults.BACKEND, "--backend", help="auto, reference, mkl, onednn or onednn+kernel (see `info`)"
+        defaults.BACKEND, "--backend",
+        help="auto, reference, mkl, onednn, onednn+kernel, or int8 (opt-in, approximate; see `info`)",
     ),
     encoding_errors: str = typer.Option(
         "strict", "--encoding-errors",

@@ -16,10 +16,11 @@ from ._util import huge_pages, load_weights_or_fail
 
 def cpu_inference() -> dict:
     """How this install computes on the CPU: the backend `auto` resolves to, every
-    backend and why it cannot run here (None: it can), and huge pages."""
+    backend (the exact ones, then the opt-in int8) and why it cannot run here (None: it can),
+    and huge pages."""
     return {
         "backend": backends.resolve(backends.AUTO),
-        "backends": {name: backends.unavailable_reason(name) for name in backends.BACKENDS},
+        "backends": {name: backends.unavailable_reason(name) for name in backends.NAMES},
         "huge_page_tensors": huge_pages()["in_use"],
     }
 

@@ -79,9 +79,11 @@ def ElmoBiLM(
     mixed_precision: run the biLM under autocast on CUDA (bfloat16 for
         prediction where the card has it, float16 with gradient scaling for
         fine-tuning); the layers come back as float32. No effect on CPU.
-    backend: how the biLM computes: "auto" (the best available on the machine
-        that runs it), "reference", "mkl", "onednn" or "onednn+kernel"
-        (`spacy-elmo info` lists them; docs/internals.md).
+    backend: how the biLM computes: "auto" (the best exact backend available
+        on the machine that runs it), "reference", "mkl", "onednn",
+        "onednn+kernel", or "int8" (opt-in: int8 products, approximate and
+        batch-dependent; never chosen by "auto") (`spacy-elmo info` lists
+        them; docs/internals.md).
     seed: the random weights' seed where `bilm` gives sizes.
     stride: a sentence longer than max_length is read in windows of
         max_length tokens starting every `stride` tokens, each token taking

@@ -55,6 +55,11 @@ def test_int8_layers_are_close_to_float32(allennlp_bilm, ewt_sentences):
 def test_auto_never_resolves_to_int8(monkeypatch):
     assert "int8" in backends.NAMES and "int8" in backends.APPROXIMATE and "int8" not in backends.BACKENDS
     assert backends.resolve("auto") != "int8" and "int8" not in backends.available()
+    from spacy_elmo.cli.info import cpu_inference
+
+    cpu = cpu_inference()  # `spacy-elmo info` lists int8 with the others, auto never resolves to it
+    assert list(cpu["backends"]) == list(backends.NAMES) and cpu["backend"] == backends.resolve("auto")
+    assert cpu["backends"]["int8"] == backends.unavailable_reason("int8")
     # with every faster float32 backend unavailable, auto still picks an exact one
     monkeypatch.setattr(onednn, "_WORKS", False)
     assert backends.resolve("auto") == "mkl"
