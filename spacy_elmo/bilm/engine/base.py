@@ -19,11 +19,12 @@ parameters' identity and version (weights_key.py), so an update of the weights
 is never missed. Without gradients every product is padded to
 `product_rows` rows, so that a row's numbers never depend on its batch.
 """
-from typing import Any, Callable, Dict, List, Optional, Tuple
+from typing import Any, Callable, Dict, List, NamedTuple, Optional, Tuple
 
 import torch
 
 from ..lstm import BiLSTMStack, LSTMState, TokenRows
+from . import loops
 from .product_rows import pad_rows, product_rows
 from .weights_key import WeightsKey
 
@@ -33,6 +34,31 @@ StackOutput = Tuple[List[torch.Tensor], LSTMState]
 # layers whose parameters take at most this many bytes keep their prepared inference
 # weights between calls (the small and embedded shapes; not the original 4096/512 ones)
 KEPT_WEIGHTS_MAX_BYTES = 64 << 20
+
+
+class LayerInputs(NamedTuple):
+    """What one layer reads: dense inputs `x` (2, batch, time, P), or for the first
+    layer of an engine that `reads_token_table`, `table` = (token table (n, P),
+    index (2, batch, time)); the initial state h0 (2, batch, P), c0 (2, batch, H);
+    each row's length (rows sorted by decreasing length)."""
+
+    x: Optional[torch.Tensor]
+    table: Optional[Tuple[torch.Tensor, torch.Tensor]]
+    h0: torch.Tensor
+    c0: torch.Tensor
+    lengths: List[int]
+
+    @property
+    def like(self) -> torch.Tensor:
+        """A tensor of the layer's dtype and device."""
+        return self.x if self.x is not None else self.h0
+
+
+def run_loop(stack: BiLSTMStack, weights: Any, step: Callable[..., torch.Tensor], library: str,
+             inputs: LayerInputs) -> LayerOutput:
+    """`loops.run_layer` over one layer's inputs with the engine's prepared weights and step."""
+    return loops.run_layer(weights, step, library, inputs=inputs.x, table=inputs.table, h0=inputs.h0, c0=inputs.c0,
+                           lengths=inputs.lengths, clips=stack.clips)
 
 
 class Engine:
@@ -56,14 +82,9 @@ class Engine:
         """Whether the first layer reads (token table, index) rather than dense inputs."""
         return False
 
-    def infer_layer(
-        self, stack: BiLSTMStack, layer: int, x: Optional[torch.Tensor],
-        table: Optional[Tuple[torch.Tensor, torch.Tensor]], h0: torch.Tensor, c0: torch.Tensor,
-        lengths: List[int],
-    ) -> LayerOutput:
+    def infer_layer(self, stack: BiLSTMStack, layer: int, inputs: LayerInputs) -> LayerOutput:
         """One layer without gradients, rows sorted by decreasing length: its outputs
-        (2, batch, time, P), zeros past each row's length, and every row's final h, c.
-        `x` (2, batch, time, P) dense inputs, or `table` where `reads_token_table`."""
+        (2, batch, time, P), zeros past each row's length, and every row's final h, c."""
         raise NotImplementedError
 
     def train_stack(self, stack: BiLSTMStack, rows: TokenRows, lengths: List[int], state: LSTMState) -> StackOutput:
@@ -88,8 +109,8 @@ class Engine:
     def _infer_sorted(self, stack: BiLSTMStack, rows: TokenRows, lengths: List[int], state: LSTMState) -> StackOutput:
         table = (rows.table, rows.index) if self.reads_token_table(rows.table) else None
         x = None if table is not None else rows.gather()
-        return run_layers(stack, x, state, lambda layer, inputs, h0, c0: self.infer_layer(
-            stack, layer, inputs, table if layer == 0 else None, h0, c0, lengths))
+        return run_layers(stack, x, state, lambda layer, layer_x, h0, c0: self.infer_layer(
+            stack, layer, LayerInputs(layer_x, table if layer == 0 else None, h0, c0, lengths)))
 
     def encoder_product(self, bias: torch.Tensor, x: torch.Tensor, weight: torch.Tensor) -> torch.Tensor:
         """`bias + x @ weight` without gradients, at `product_rows` rows."""
@@ -154,4 +175,5 @@ def runs_onednn(like: torch.Tensor) -> bool:
                 and not torch.is_autocast_enabled("cpu") and torch.backends.mkldnn.enabled)
 
 
-__all__ = ["Engine", "KEPT_WEIGHTS_MAX_BYTES", "LayerOutput", "StackOutput", "run_layers", "runs_onednn"]
+__all__ = ["Engine", "KEPT_WEIGHTS_MAX_BYTES", "LayerInputs", "LayerOutput", "StackOutput", "run_layers", "run_loop",
+           "runs_onednn"]

@@ -34,14 +34,14 @@ token encoder's products in training mode are float32 too. Tensors the
 quantized operator does not serve (GPU, float64, autocast) run as `mkl` does.
 """
 import warnings
-from typing import Any, List, NamedTuple, Optional, Tuple, cast
+from typing import Any, NamedTuple, Optional, Tuple
 
 import torch
 from torch.utils.weak import WeakIdKeyDictionary
 
 from ..lstm import BiLSTMStack
 from . import cell_kernel, loops
-from .base import LayerOutput
+from .base import LayerInputs, LayerOutput, run_loop
 from .mkl import MKLEngine
 from .weights_key import WeightsKey
 
@@ -130,18 +130,13 @@ class Int8Engine(MKLEngine):
         super().__init__(setting)
         self._encoder_kept: Optional[WeakIdKeyDictionary] = None
 
-    def infer_layer(
-        self, stack: BiLSTMStack, layer: int, x: Optional[torch.Tensor],
-        table: Optional[Tuple[torch.Tensor, torch.Tensor]], h0: torch.Tensor, c0: torch.Tensor,
-        lengths: List[int],
-    ) -> LayerOutput:
-        assert x is not None  # this engine reads dense inputs
+    def infer_layer(self, stack: BiLSTMStack, layer: int, inputs: LayerInputs) -> LayerOutput:
+        x = inputs.like
         if not runs_int8(x):
-            return super().infer_layer(stack, layer, x, table, h0, c0, lengths)
+            return super().infer_layer(stack, layer, inputs)
         weights = self.kept_weights(stack, layer, x, f"int8 {torch.backends.quantized.engine}", prepare_weights)
         # run_layer's dense path hands each direction's weights to the step untouched
-        return loops.run_layer(cast(loops.LayerWeights, weights), int8_step, self.library(x), inputs=x, h0=h0, c0=c0,
-                               lengths=lengths, clips=stack.clips)
+        return run_loop(stack, weights, int8_step, self.library(x), inputs._replace(table=None))
 
     def _product(self, bias: torch.Tensor, x: torch.Tensor, weight: torch.Tensor) -> torch.Tensor:
         if not runs_int8(x):

@@ -6,27 +6,21 @@ the packed recurrence with its hand-written backward pass (recurrence.py),
 the cell in PyTorch's element-wise operators.
 """
 from functools import partial
-from typing import List, Optional, Tuple
+from typing import List
 
 import torch
 
 from ..lstm import BiLSTMStack, LSTMState, TokenRows
 from . import loops, recurrence
-from .base import Engine, LayerOutput, StackOutput
+from .base import Engine, LayerInputs, LayerOutput, StackOutput, run_loop
 
 
 class MKLEngine(Engine):
     name = "mkl"
 
-    def infer_layer(
-        self, stack: BiLSTMStack, layer: int, x: Optional[torch.Tensor],
-        table: Optional[Tuple[torch.Tensor, torch.Tensor]], h0: torch.Tensor, c0: torch.Tensor,
-        lengths: List[int],
-    ) -> LayerOutput:
-        assert x is not None  # this engine reads dense inputs
-        weights = self.kept_weights(stack, layer, x, "mkl", partial(loops.prepare_weights, packed=False))
-        return loops.run_layer(weights, loops.mkl_step, "mkl", inputs=x, h0=h0, c0=c0, lengths=lengths,
-                               clips=stack.clips)
+    def infer_layer(self, stack: BiLSTMStack, layer: int, inputs: LayerInputs) -> LayerOutput:
+        weights = self.kept_weights(stack, layer, inputs.like, "mkl", partial(loops.prepare_weights, packed=False))
+        return run_loop(stack, weights, loops.mkl_step, "mkl", inputs._replace(table=None))
 
     def train_stack(self, stack: BiLSTMStack, rows: TokenRows, lengths: List[int], state: LSTMState) -> StackOutput:
         return recurrence.run_stack(stack, rows.gather(), lengths, state, kernel=self.trains_with_kernel(rows.table))

@@ -9,13 +9,12 @@ packed recurrence with the kernel's cell forward and backward. Tensors
 oneDNN or the kernel do not serve run as the `mkl` engine does.
 """
 from functools import partial
-from typing import List, Optional, Tuple
 
 import torch
 
 from ..lstm import BiLSTMStack
 from . import loops
-from .base import LayerOutput, runs_onednn
+from .base import LayerInputs, LayerOutput, run_loop, runs_onednn
 from .onednn import OneDNNEngine
 
 
@@ -25,19 +24,12 @@ class OneDNNKernelEngine(OneDNNEngine):
     def reads_token_table(self, like: torch.Tensor) -> bool:
         return runs_onednn(like)
 
-    def infer_layer(
-        self, stack: BiLSTMStack, layer: int, x: Optional[torch.Tensor],
-        table: Optional[Tuple[torch.Tensor, torch.Tensor]], h0: torch.Tensor, c0: torch.Tensor,
-        lengths: List[int],
-    ) -> LayerOutput:
-        like = x if x is not None else h0
-        if not runs_onednn(like):
-            return super().infer_layer(stack, layer, x, table, h0, c0, lengths)
-        first = layer == 0
-        weights = self.kept_weights(stack, layer, like, "onednn+kernel",
-                                    partial(loops.prepare_weights, packed=True, split=first))
-        return loops.run_layer(weights, loops.kernel_step, "onednn", inputs=x, table=table, h0=h0, c0=c0,
-                               lengths=lengths, clips=stack.clips)
+    def infer_layer(self, stack: BiLSTMStack, layer: int, inputs: LayerInputs) -> LayerOutput:
+        if not runs_onednn(inputs.like):
+            return super().infer_layer(stack, layer, inputs)
+        weights = self.kept_weights(stack, layer, inputs.like, "onednn+kernel",
+                                    partial(loops.prepare_weights, packed=True, split=layer == 0))
+        return run_loop(stack, weights, loops.kernel_step, "onednn", inputs)
 
     def trains_with_kernel(self, like: torch.Tensor) -> bool:
         return like.device.type == "cpu" and like.dtype == torch.float32 and not torch.is_autocast_enabled("cpu")
