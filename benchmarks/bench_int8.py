@@ -274,7 +274,7 @@ def train_tagger(backend: str, train: Path, dev: Path, steps: int) -> Tuple[floa
     nlp = init_nlp(config)
     nlp, _ = train_loop(nlp, None, stdout=io.StringIO(), stderr=io.StringIO())
     seconds = time.perf_counter() - started
-    engine = type(nlp.get_pipe("elmo").bilm.engine).__name__
+    engine = type(nlp.get_pipe("elmo").bilm.engine).__name__  # type: ignore[attr-defined]
     scores = nlp.evaluate(list(Corpus(str(dev))(nlp)))
     return float(scores["tag_acc"]), seconds, engine
 

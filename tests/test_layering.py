@@ -55,6 +55,7 @@ def _imported_packages(path: Path) -> set:
         if isinstance(node, ast.ImportFrom) and node.level > depth:  # relative, above spacy_elmo/bilm
             found.update([node.module.split(".")[0]] if node.module else [a.name for a in node.names])
         elif isinstance(node, ast.ImportFrom) and node.level == 0 and (node.module or "").startswith("spacy_elmo."):
+            assert node.module is not None
             found.add(node.module.split(".")[1])
         elif isinstance(node, ast.Import):
             found.update(a.name.split(".")[1] for a in node.names if a.name.startswith("spacy_elmo."))
