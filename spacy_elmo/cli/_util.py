@@ -22,9 +22,14 @@ def load_weights_or_fail(path: Optional[Union[str, Path]], with_softmax: bool = 
     """The model `path` names (a directory, archive, URL or catalogue name; None: the embedded one), or exit.
 
     Read through the loader that `path` picks (`spacy_elmo.layers.loaders.read_weights`), the same
-    resolution the component's `weights` setting goes through.
+    resolution the component's `weights` setting goes through. Where spaCy and thinc are not
+    installed (a GPU machine set up by scripts/gpu_pretrain.py), the loaders cannot be imported;
+    the io-level reader they are built on (`spacy_elmo.io.load_model`) reads the same sources.
     """
-    from ..layers.loaders import read_weights
+    try:
+        from ..layers.loaders import read_weights
+    except ImportError:
+        from ..io import load_model as read_weights  # type: ignore[assignment]
 
     try:
         return read_weights(path, with_softmax=with_softmax)
