@@ -79,7 +79,8 @@ class LSTMState(NamedTuple):
 class BiLSTMStack(nn.Module):
     """L projected LSTM layers per direction, forward and backward independent."""
 
-    def __init__(self, config: BiLMConfig, backend: str = "auto") -> None:
+    def __init__(self, config: BiLMConfig, backend: str = "auto", engine: Optional["Engine"] = None) -> None:
+        """`engine`: the one that computes the stack (BiLM passes its own); else one made from `backend`."""
         super().__init__()
         self.n_layers = config.n_layers
         self.hidden = config.lstm_dim
@@ -94,7 +95,11 @@ class BiLSTMStack(nn.Module):
         self.weight_hh = nn.ParameterList([nn.Parameter(torch.zeros(2, P, 4 * H)) for _ in range(self.n_layers)])
         self.bias = nn.ParameterList([nn.Parameter(torch.zeros(2, 1, 4 * H)) for _ in range(self.n_layers)])
         self.weight_proj = nn.ParameterList([nn.Parameter(torch.zeros(2, H, P)) for _ in range(self.n_layers)])
-        self.backend = backend
+        if engine is None:
+            from .engine import make_engine  # the engine package imports this module
+
+            engine = make_engine(backend)
+        self.engine: "Engine" = engine
 
     @property
     def backend(self) -> str:
@@ -105,7 +110,7 @@ class BiLSTMStack(nn.Module):
     def backend(self, name: str) -> None:
         from .engine import make_engine  # the engine package imports this module
 
-        self.engine: "Engine" = make_engine(name)
+        self.engine = make_engine(name)
 
     def layer_parameters(self, layer: int) -> Tuple[torch.Tensor, torch.Tensor, torch.Tensor, torch.Tensor]:
         """(W_ih, W_hh, bias, W_proj) of one layer, each with the direction on axis 0."""

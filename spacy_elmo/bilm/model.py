@@ -56,8 +56,9 @@ class BiLM(nn.Module):
         self.word_table_vocab = word_table_vocab if config.has_word_table else None
         self.char_dictionary = char_dictionary if config.characters == "dictionary" else None
         self.char_encoder: Union[CharIdEncoder, DictionaryCharIdEncoder]
+        self.engine: Engine = make_engine(backend)  # one, shared by the LSTMs and the token encoder
         if config.use_character_inputs:
-            self.token_encoder = CharCNNEncoder(config)
+            self.token_encoder = CharCNNEncoder(config, self.engine)
             self._check_token_vocabularies(word_table_vocab, char_dictionary)
             if char_dictionary is not None and config.characters == "dictionary":
                 self.char_encoder = DictionaryCharIdEncoder(
@@ -74,13 +75,12 @@ class BiLM(nn.Module):
                 )
             self.token_encoder = WordEncoder(config)
         self.input_vocab = vocab if not config.use_character_inputs else None
-        self.lstm = BiLSTMStack(config, backend)
+        self.lstm = BiLSTMStack(config, engine=self.engine)
         self.token_cache: Optional[TokenCache] = None
         self.stateful = False
         self._carried: Optional[LSTMState] = None
         # the LSTM state after <S> / </S> from zeros, keyed on the weights (weights_key.py)
         self._start: Optional[Tuple[WeightsKey, LSTMState]] = None
-        self.backend = backend
 
     @property
     def backend(self) -> str:
@@ -90,7 +90,7 @@ class BiLM(nn.Module):
     @backend.setter
     def backend(self, name: str) -> None:
         """Make the engine that computes the model (one, shared by the LSTMs and the token encoder)."""
-        self.engine: Engine = make_engine(name)
+        self.engine = make_engine(name)
         self.lstm.engine = self.engine
         if isinstance(self.token_encoder, CharCNNEncoder):
             self.token_encoder.engine = self.engine
