@@ -96,7 +96,8 @@ def test_bad_settings(bad):
         check_threads(bad)
 
 
-def test_component_predicts_with_its_setting(allennlp_dir, monkeypatch, two_threads):
+def _record_prediction_threads(monkeypatch):
+    """The torch thread count at each of the component's predictions, as a list filled as they come."""
     seen = []
     real = BiLM.embed_batches
 
@@ -105,6 +106,11 @@ def test_component_predicts_with_its_setting(allennlp_dir, monkeypatch, two_thre
         return real(self, *args, **kwargs)
 
     monkeypatch.setattr(BiLM, "embed_batches", recording)
+    return seen
+
+
+def test_component_predicts_with_its_setting(allennlp_dir, monkeypatch, two_threads):
+    seen = _record_prediction_threads(monkeypatch)
     nlp = spacy.blank("en")
     nlp.add_pipe("elmo", config={"weights": str(allennlp_dir), "threads": 1})
     doc = nlp("The bank of the river .")
@@ -119,14 +125,7 @@ def test_component_default_is_torch_setting_and_bad_values_are_refused(allennlp_
     elmo = nlp.add_pipe("elmo", config={"weights": str(allennlp_dir)})
     assert elmo.cfg["threads"] == 0
     assert nlp.config["components"]["elmo"]["threads"] == 0
-    seen = []
-    real = BiLM.embed_batches
-
-    def recording(self, *args, **kwargs):
-        seen.append(torch.get_num_threads())
-        return real(self, *args, **kwargs)
-
-    monkeypatch.setattr(BiLM, "embed_batches", recording)
+    seen = _record_prediction_threads(monkeypatch)
     nlp("The bank of the river .")
     assert seen == [2]
     with pytest.raises(ValueError, match="threads must be"):
