@@ -26,6 +26,7 @@ WITHOUT_SPACY = [
     "spacy_elmo.io.manylangs",
     "spacy_elmo.io.sources",
     "spacy_elmo.io.native",
+    "spacy_elmo.io.token_vocabularies",
     "spacy_elmo.io.options",
     "spacy_elmo.io.published",
     *PRETRAIN,

@@ -1,114 +1,153 @@
-"""Character ids exactly as the published ELMo models expect them.
+"""Character ids as the character CNN reads them: UTF-8 bytes, or a character dictionary's entries.
 
-A token becomes `max_chars` slots: begin-of-word, its UTF-8 bytes (truncated at
-the byte level to `max_chars - 2`), end-of-word, then padding. Every id is
-shifted by +1 so that 0 can mark absent tokens. Sentence boundaries are the
-special tokens [bow, 256 or 257, eow]. By default a literal "<S>" typed by a
-user is an ordinary 3-byte token: boundaries are added structurally by the
-model, never recognised from text. `boundary_strings=True` maps the strings
-"<S>" and "</S>" to the boundary ids as the reference vocabulary did (for
-parity with its fixtures and with corpora that mark boundaries that way).
+A token becomes `max_chars` slots: begin-of-word, its characters (cut to
+`max_chars - 2`), end-of-word, then padding. Every id is shifted by +1 so
+that 0 can mark absent tokens. Sentence boundaries are their own special
+character between begin and end.
+
+* bytes (the published models): the characters are the token's UTF-8 bytes,
+  cut at the byte level; the specials are ids 256-260.
+* a `CharDictionary` (ELMoForManyLangs' `char.dic`): each character is an
+  entry, unknown ones the `unknown` entry. ELMoForManyLangs writes its
+  begin-of-word slot with the id of `<eow>` and its end-of-word slot with the
+  id of `<bow>` (`create_one_batch`); its models were trained that way, so
+  `swap_word_ends` reproduces it.
+
+By default a literal "<S>" typed by a user is an ordinary token: boundaries
+are added structurally by the model, never recognised from text.
+`boundary_strings=True` maps the boundary strings to the boundary ids as the
+reference vocabulary did (for parity with its fixtures).
 """
-from functools import lru_cache
-from typing import Iterable, List
+from dataclasses import asdict, dataclass
+from typing import Any, Dict, Iterable, List, Optional, Sequence
 
 import numpy
 
-BOS_CHAR = 256
-EOS_CHAR = 257
-BOW_CHAR = 258
-EOW_CHAR = 259
-PAD_CHAR = 260
+BOS_CHAR, EOS_CHAR, BOW_CHAR, EOW_CHAR, PAD_CHAR = 256, 257, 258, 259, 260
 SHIFT = 1  # ids are stored +1 so that 0 is the padding of absent tokens
 PAD_ID = PAD_CHAR + SHIFT
+CACHED_TOKENS = 100_000  # rows kept per encoder: a corpus repeats its frequent words constantly
 
 
-def _boundary(char: int, max_chars: int) -> numpy.ndarray:
-    ids = numpy.full(max_chars, PAD_ID, dtype=numpy.int64)
-    ids[:3] = (BOW_CHAR + SHIFT, char + SHIFT, EOW_CHAR + SHIFT)
-    return ids
+@dataclass
+class CharDictionary:
+    """Characters with ids (row order), and the names of the special entries."""
+
+    chars: List[str]
+    bow: str = "<bow>"
+    eow: str = "<eow>"
+    bos: str = "<bos>"
+    eos: str = "<eos>"
+    unknown: str = "<oov>"
+    pad: str = "<pad>"
+    swap_word_ends: bool = False
+
+    def __post_init__(self) -> None:
+        self.chars = list(self.chars)
+        self.index = {char: i + SHIFT for i, char in enumerate(self.chars)}
+        if len(self.index) != len(self.chars):
+            raise ValueError("character dictionary: duplicate entries")
+        missing = [n for n in (self.bow, self.eow, self.bos, self.eos, self.unknown, self.pad) if n not in self.index]
+        if missing:
+            raise ValueError(f"character dictionary: missing the special entries {missing}")
+
+    def __len__(self) -> int:
+        return len(self.chars)
+
+    def to_dict(self) -> Dict[str, Any]:
+        return asdict(self)
+
+    @classmethod
+    def from_dict(cls, data: Dict[str, Any]) -> "CharDictionary":
+        return cls(**data)
 
 
 def token_to_char_ids(token: str, max_chars: int = 50) -> numpy.ndarray:
-    """The (max_chars,) int64 ids of one token, shifted +1.
+    """The (max_chars,) int64 byte ids of one token, shifted +1.
 
     Lone surrogates (which spaCy can hold in a token) are kept as their
     surrogate-escaped bytes rather than raising, so every string has ids.
     """
     data = token.encode("utf-8", errors="surrogatepass")[: max_chars - 2]
-    ids = numpy.full(max_chars, PAD_ID, dtype=numpy.int64)
-    ids[0] = BOW_CHAR + SHIFT
-    ids[1 : 1 + len(data)] = numpy.frombuffer(data, dtype=numpy.uint8).astype(numpy.int64) + SHIFT
-    ids[1 + len(data)] = EOW_CHAR + SHIFT
-    return ids
+    ids = numpy.frombuffer(data, dtype=numpy.uint8).astype(numpy.int64) + SHIFT
+    return _row(ids, BOW_CHAR + SHIFT, EOW_CHAR + SHIFT, PAD_ID, max_chars)
 
 
-@lru_cache(maxsize=100_000)
-def _cached_ids(token: str, max_chars: int) -> numpy.ndarray:
-    """`token_to_char_ids`, kept for the most recent 100,000 (token, max_chars): a
-    corpus repeats its frequent words constantly. Read-only: the rows are shared."""
-    ids = token_to_char_ids(token, max_chars)
-    ids.flags.writeable = False
-    return ids
+def _row(ids: Sequence[int], begin: int, end: int, pad: int, max_chars: int) -> numpy.ndarray:
+    row = numpy.full(max_chars, pad, dtype=numpy.int64)
+    row[0] = begin
+    row[1 : 1 + len(ids)] = ids
+    row[1 + len(ids)] = end
+    return row
 
 
 class CharIdEncoder:
-    """Maps tokens to char-id rows, with the two sentence boundaries precomputed.
+    """Maps tokens to char-id rows (bytes, or a dictionary's), the sentence boundaries precomputed.
 
     Row 0 and 1 of `encode` output are always the begin- and end-of-sentence
     tokens; the tokens follow in the given order.
     """
 
-    def __init__(self, max_chars: int = 50, boundary_strings: bool = False) -> None:
+    def __init__(
+        self, max_chars: int = 50, boundary_strings: bool = False, dictionary: Optional[CharDictionary] = None
+    ) -> None:
         self.max_chars = max_chars
-        self.bos = _boundary(BOS_CHAR, max_chars)
-        self.eos = _boundary(EOS_CHAR, max_chars)
+        self.dictionary = dictionary
+        if dictionary is None:
+            self.begin, self.end, self.pad_id = BOW_CHAR + SHIFT, EOW_CHAR + SHIFT, PAD_ID
+            self.boundary_names, boundary_ids = ("<S>", "</S>"), (BOS_CHAR + SHIFT, EOS_CHAR + SHIFT)
+        else:
+            begin, end = dictionary.index[dictionary.bow], dictionary.index[dictionary.eow]
+            self.begin, self.end = (end, begin) if dictionary.swap_word_ends else (begin, end)
+            self.pad_id, self.unknown_id = dictionary.index[dictionary.pad], dictionary.index[dictionary.unknown]
+            self.boundary_names = (dictionary.bos, dictionary.eos)
+            boundary_ids = (dictionary.index[dictionary.bos], dictionary.index[dictionary.eos])
+        self.bos, self.eos = (self._frozen_row([i]) for i in boundary_ids)
         self.boundary_strings = boundary_strings
+        self._cache: Dict[str, numpy.ndarray] = {}
+
+    def _frozen_row(self, ids: Sequence[int]) -> numpy.ndarray:
+        row = _row(ids, self.begin, self.end, self.pad_id, self.max_chars)
+        row.flags.writeable = False  # rows are shared between calls
+        return row
 
     def ids(self, token: str) -> numpy.ndarray:
         """The (max_chars,) ids of one token (read-only)."""
-        if self.boundary_strings and token in ("<S>", "</S>"):
-            return self.bos if token == "<S>" else self.eos
-        return _cached_ids(token, self.max_chars)
+        if self.boundary_strings and token in self.boundary_names:
+            return self.bos if token == self.boundary_names[0] else self.eos
+        row = self._cache.get(token)
+        if row is None:
+            if self.dictionary is None:
+                row = token_to_char_ids(token, self.max_chars)
+                row.flags.writeable = False
+            else:
+                index, unknown = self.dictionary.index, self.unknown_id
+                row = self._frozen_row([index.get(char, unknown) for char in token[: self.max_chars - 2]])
+            if len(self._cache) < CACHED_TOKENS:
+                self._cache[token] = row
+        return row
 
     def encode(self, tokens: Iterable[str]) -> numpy.ndarray:
         """(2 + n, max_chars) ids: BOS, EOS, then each token."""
         return numpy.stack([self.bos, self.eos] + [self.ids(token) for token in tokens])
 
 
-def char_lengths(char_ids: numpy.ndarray) -> numpy.ndarray:
-    """Number of non-padding slots of each row (bow + bytes + eow)."""
-    return ((char_ids != PAD_ID) & (char_ids != 0)).sum(axis=-1)
-
-
 def batch_to_ids(sentences: List[List[str]], max_chars: int = 50, add_boundaries: bool = True) -> numpy.ndarray:
-    """The reference layout: (batch, max_len [+2], max_chars) ids, 0 for absent tokens.
+    """The reference layout: (batch, max_len [+2], max_chars) byte ids, 0 for absent tokens.
 
     Mostly for interoperability and tests; the model itself encodes only the
     distinct tokens of a batch.
     """
+    encoder = CharIdEncoder(max_chars)
     extra = 2 if add_boundaries else 0
-    longest = max((len(s) for s in sentences), default=0) + extra
-    out = numpy.zeros((len(sentences), longest, max_chars), dtype=numpy.int64)
-    bos, eos = _boundary(BOS_CHAR, max_chars), _boundary(EOS_CHAR, max_chars)
+    out = numpy.zeros((len(sentences), max((len(s) for s in sentences), default=0) + extra, max_chars), numpy.int64)
     for i, sentence in enumerate(sentences):
-        rows = [token_to_char_ids(t, max_chars) for t in sentence]
-        if add_boundaries:
-            rows = [bos] + rows + [eos]
+        rows = [encoder.ids(t) for t in sentence]
+        rows = [encoder.bos] + rows + [encoder.eos] if add_boundaries else rows
         if rows:
             out[i, : len(rows)] = numpy.stack(rows)
     return out
 
 
-__all__ = [
-    "BOS_CHAR",
-    "EOS_CHAR",
-    "BOW_CHAR",
-    "EOW_CHAR",
-    "PAD_CHAR",
-    "PAD_ID",
-    "token_to_char_ids",
-    "CharIdEncoder",
-    "char_lengths",
-    "batch_to_ids",
-]
+__all__ = ["BOS_CHAR", "EOS_CHAR", "BOW_CHAR", "EOW_CHAR", "PAD_CHAR", "PAD_ID", "CharDictionary", "CharIdEncoder",
+           "batch_to_ids", "token_to_char_ids"]

@@ -2,10 +2,8 @@
 
 * `full`: exact softmax over the whole vocabulary (small vocabularies, and
   every evaluation).
-* `sampled`: bilm-tf's sampled softmax: one set of log-uniform (Zipfian)
-  negatives shared by the batch (both directions), logits corrected by the log of each class's
-  expected count, accidental hits removed. The vocabulary must be sorted by
-  frequency, as `Vocabulary.from_counts` does.
+* `sampled`: bilm-tf's sampled softmax for training (`engine/sampled_loss.py`):
+  one set of log-uniform negatives shared by the batch (both directions).
 * `adaptive`: PyTorch's adaptive softmax (Grave et al. 2017), frequency-ordered
   clusters with smaller projections for rare words.
 """
@@ -15,7 +13,7 @@ from typing import Optional, Sequence
 import torch
 from torch import nn
 
-from .engine.sampled_loss import sampled_softmax_nll
+from .engine.sampled_loss import sampled_softmax_loss
 
 HEAD_KINDS = ("full", "sampled", "adaptive")
 
@@ -97,28 +95,7 @@ class SoftmaxHead(nn.Module):
         if self.kind == "full" or self.n_samples >= self.n_vocab:
             logits = torch.addmm(self.bias, hidden, self.weight.t())
             return nn.functional.cross_entropy(logits, targets, reduction="none")
-        return self._sampled_nll(hidden, targets, generator)
-
-    def _sampled_nll(
-        self, hidden: torch.Tensor, targets: torch.Tensor, generator: Optional[torch.Generator]
-    ) -> torch.Tensor:
-        device = hidden.device
-        log_range = math.log(self.n_vocab + 1)
-        u = torch.rand(self.n_samples, generator=generator).to(device)
-        # unique() also sorts, which the accidental-hit search below relies on
-        sampled = (torch.exp(u * log_range).floor().long() - 1).clamp_(0, self.n_vocab - 1).unique()
-
-        def log_expected(ids: torch.Tensor) -> torch.Tensor:
-            p = (torch.log(ids.double() + 2.0) - torch.log(ids.double() + 1.0)) / log_range
-            # probability that a class was drawn at least once in n_samples draws
-            return torch.log(-torch.expm1(self.n_samples * torch.log1p(-p))).to(hidden.dtype)
-
-        true_logits = (hidden * self.weight[targets]).sum(-1) + self.bias[targets] - log_expected(targets)
-        sampled_bias = self.bias[sampled] - log_expected(sampled)
-        # a sampled class equal to the row's target is an accidental hit: it counts as -inf
-        where = torch.searchsorted(sampled, targets).clamp_(max=sampled.shape[0] - 1)
-        hit_rows = (sampled[where] == targets).nonzero().squeeze(1)
-        return sampled_softmax_nll(hidden, self.weight[sampled], sampled_bias, true_logits, hit_rows, where[hit_rows])
+        return sampled_softmax_loss(hidden, targets, self.weight, self.bias, self.n_samples, generator)
 
 
 def _default_cutoffs(n_vocab: int) -> list:

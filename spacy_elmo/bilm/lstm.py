@@ -4,19 +4,16 @@ Each layer is TensorFlow's `LSTMCell(num_proj=..., cell_clip=..., proj_clip=...)
 as bilm-tf used it: +1.0 added to the forget gate at run time, the cell
 clipped to +-cell_clip, the output projected and clipped to +-proj_clip. Skip
 connections add a layer's input to its output for every layer but the first.
-Gates are stored in the order (i, f, o, j) so that the three sigmoid gates are
-one contiguous slice; the published weights (order i, j, f, o) are permuted on
-import and export.
+Gates are stored in the order (i, f, o, j), the three sigmoid gates one
+contiguous slice (`io/gate_order.py` permutes the published order).
 
-Inputs are rows of a token table (`TokenRows`): position t of row b of
-direction d reads `table[index[d, b, t]]`, in *processing order*: the forward
-direction reads a sentence left to right, the backward direction reads its
+Inputs are rows of a token table (`TokenRows`) in *processing order*: the
+forward direction reads a sentence left to right, the backward direction its
 own input, which for sentences is the row reversed within its length.
 
-`reference_layer` below is the recurrence as written. The stack's engine
-(`engine/`, chosen once by its backend name) computes it: in training mode
-(`stack.train()`) its training path, with autograd; in eval mode its
-inference path, without. The `reference` engine runs `reference_layer` as is.
+`reference_layer` is the recurrence as written. The stack's engine
+(`engine/`) computes it: its training path in training mode (with
+autograd), its inference path in eval mode (without).
 """
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, List, NamedTuple, Optional, Sequence, Tuple
@@ -28,16 +25,6 @@ from .config import BiLMConfig
 
 if TYPE_CHECKING:
     from .engine import Engine
-
-# published (TensorFlow) order i, j, f, o  ->  internal order i, f, o, j
-TF_TO_INTERNAL = (0, 2, 3, 1)
-INTERNAL_TO_TF = (0, 3, 1, 2)
-
-
-def permute_gates(tensor: torch.Tensor, order: Sequence[int]) -> torch.Tensor:
-    """Reorder the four gate blocks along the last axis."""
-    blocks = tensor.chunk(4, dim=-1)
-    return torch.cat([blocks[i] for i in order], dim=-1)
 
 
 @dataclass(frozen=True)
@@ -74,6 +61,17 @@ class LSTMState(NamedTuple):
 
     def select(self, rows: torch.Tensor) -> "LSTMState":
         return LSTMState(tuple(t[:, rows] for t in self.h), tuple(t[:, rows] for t in self.c))
+
+    @property
+    def batch(self) -> int:
+        return self.h[0].shape[1]
+
+    def splice(self, rest: "LSTMState", n: int) -> "LSTMState":
+        """Rows [:n] of this state, then rows [n:] of `rest` (on rest's device and dtype)."""
+        def join(mine: torch.Tensor, theirs: torch.Tensor) -> torch.Tensor:
+            return torch.cat([mine[:, :n].to(theirs), theirs[:, n:]], dim=1)
+
+        return LSTMState(tuple(map(join, self.h, rest.h)), tuple(map(join, self.c, rest.c)))
 
 
 class BiLSTMStack(nn.Module):
@@ -213,5 +211,4 @@ def reference_layer(
     return out[:, :batch], h[:, :batch], c[:, :batch]
 
 
-__all__ = ["BiLSTMStack", "LSTMState", "TokenRows", "forget_offset", "permute_gates", "reference_layer",
-           "TF_TO_INTERNAL", "INTERNAL_TO_TF"]
+__all__ = ["BiLSTMStack", "LSTMState", "TokenRows", "forget_offset", "reference_layer"]

@@ -19,7 +19,7 @@ import numpy
 import torch
 from torch import nn
 
-from .char_ids import CharIdEncoder
+from .char_ids import CharDictionary, CharIdEncoder
 from .config import BiLMConfig
 from .engine import AUTO, Engine, bulk, inference, make_engine
 from .engine.bulk import EMBED_BATCH_SENTENCES, EMBED_BATCH_TOKENS, length_sorted_batches
@@ -28,7 +28,7 @@ from .engine.weights_key import WeightsKey, weights_key
 from .layout import BiLMOutput, index_rows, stack_layers
 from .lstm import BiLSTMStack, LSTMState, TokenRows
 from .token_encoder import CharCNNEncoder, WordEncoder
-from .token_vocab import CharDictionary, DictionaryCharIdEncoder, WordTableVocabulary
+from .token_vocab import WordTableVocabulary
 from .vocab import Vocabulary
 
 
@@ -55,18 +55,12 @@ class BiLM(nn.Module):
         self.token_encoder: Union[CharCNNEncoder, WordEncoder]
         self.word_table_vocab = word_table_vocab if config.has_word_table else None
         self.char_dictionary = char_dictionary if config.characters == "dictionary" else None
-        self.char_encoder: Union[CharIdEncoder, DictionaryCharIdEncoder]
         self.engine: Engine = make_engine(backend)  # one, shared by the LSTMs and the token encoder
         if config.use_character_inputs:
-            self.token_encoder = CharCNNEncoder(config, self.engine)
             self._check_token_vocabularies(word_table_vocab, char_dictionary)
-            if char_dictionary is not None and config.characters == "dictionary":
-                self.char_encoder = DictionaryCharIdEncoder(
-                    char_dictionary, config.max_characters_per_token, boundary_strings=boundary_strings
-                )
-                self.token_encoder.pad_id = self.char_encoder.pad_id
-            else:
-                self.char_encoder = CharIdEncoder(config.max_characters_per_token, boundary_strings=boundary_strings)
+            self.token_encoder = CharCNNEncoder(config, self.engine)
+            self.char_encoder = CharIdEncoder(config.max_characters_per_token, boundary_strings, self.char_dictionary)
+            self.token_encoder.pad_id = self.char_encoder.pad_id
         else:
             if vocab is None or len(vocab) != config.n_tokens_vocab:
                 raise ValueError(
@@ -96,23 +90,15 @@ class BiLM(nn.Module):
             self.token_encoder.engine = self.engine
         self.clear_cache()  # computed values may differ in the last bits between engines
 
-    def _check_token_vocabularies(
-        self, words: Optional[WordTableVocabulary], chars: Optional[CharDictionary]
-    ) -> None:
+    def _check_token_vocabularies(self, words: Optional[WordTableVocabulary], chars: Optional[CharDictionary]) -> None:
         config = self.config
-        if config.has_word_table:
-            expected = (config.word_table_rows, config.word_table_specials)
-            if words is None or (words.n_rows, len(words.specials)) != expected:
-                found = None if words is None else (words.n_rows, len(words.specials))
-                raise ValueError(
-                    f"a biLM with a word table needs its vocabulary of {expected[0]} words and "
-                    f"{expected[1]} special rows, got {found}"
-                )
+        found = None if words is None else (words.n_rows, len(words.specials))
+        if config.has_word_table and found != (config.word_table_rows, config.word_table_specials):
+            raise ValueError(f"a biLM with a word table needs its vocabulary of {config.word_table_rows} words and "
+                             f"{config.word_table_specials} special rows, got {found}")
         if config.characters == "dictionary" and (chars is None or len(chars) != config.n_characters):
-            raise ValueError(
-                f"a biLM reading a character dictionary needs its {config.n_characters} entries, "
-                f"got {None if chars is None else len(chars)}"
-            )
+            raise ValueError(f"a biLM reading a character dictionary needs its {config.n_characters} entries, "
+                             f"got {None if chars is None else len(chars)}")
 
     def set_word_table(self, vectors: torch.Tensor) -> None:
         """Fill the word table's pretrained rows (word_table_rows, word_table_dim)."""
@@ -220,50 +206,31 @@ class BiLM(nn.Module):
 
     # -- the model -------------------------------------------------------------------
     def forward(
-        self,
-        sentences: Sequence[Sequence[str]],
-        keep_boundaries: bool = False,
-        state: Optional[LSTMState] = None,
+        self, sentences: Sequence[Sequence[str]], keep_boundaries: bool = False, state: Optional[LSTMState] = None
     ) -> BiLMOutput:
-        """All layers for a batch of tokenized sentences.
+        """All layers for a batch of tokenized sentences (without autograd in eval mode).
 
         `state` is the initial LSTM state per row; by default zeros, or in
         `stateful` mode the state each row ended the previous call with.
-        In eval mode nothing is recorded for autograd.
         """
-        if not self.training:
-            with torch.no_grad():
-                return self._forward(sentences, keep_boundaries, state)
-        return self._forward(sentences, keep_boundaries, state)
-
-    def _forward(
-        self, sentences: Sequence[Sequence[str]], keep_boundaries: bool, state: Optional[LSTMState]
-    ) -> BiLMOutput:
-        # in inference the boundary steps are computed once (their outputs are not
-        # kept); in training, autograd needs every step in the graph
-        if not keep_boundaries and state is None and not self.stateful and not self.training:
-            return inference.forward_tokens_only(self, sentences)
-        tokens, index, lengths_list = index_rows(sentences, with_boundaries=True)
-        time = index.shape[2]
-        rows, outputs, _ = self.run(tokens, index, lengths_list, state)
-        stacked = stack_layers(rows.table[rows.index[0]], outputs, lengths_list)
-        lengths = torch.tensor(lengths_list, dtype=torch.long)
-        device = stacked.device
-        if keep_boundaries:
-            return BiLMOutput(stacked, lengths.to(device))
-        inner = lengths - 2
-        inner_mask = (torch.arange(time - 2)[None, :] < inner[:, None]).to(device)
-        stacked = stacked[:, :, 1:-1] * inner_mask[None, :, :, None].to(stacked.dtype)
-        return BiLMOutput(stacked, inner.to(device))
+        with torch.set_grad_enabled(self.training and torch.is_grad_enabled()):
+            # in inference the boundary steps are computed once (their outputs are not kept)
+            if not keep_boundaries and state is None and not self.stateful and not self.training:
+                return inference.forward_tokens_only(self, sentences)
+            tokens, index, lengths_list = index_rows(sentences, with_boundaries=True)
+            rows, outputs, _ = self.run(tokens, index, lengths_list, state)
+            stacked = stack_layers(rows.table[rows.index[0]], outputs, lengths_list)
+            lengths = torch.tensor(lengths_list, dtype=torch.long, device=stacked.device)
+            if keep_boundaries:
+                return BiLMOutput(stacked, lengths)
+            inner = lengths - 2
+            inner_mask = torch.arange(index.shape[2] - 2, device=stacked.device)[None, :] < inner[:, None]
+            return BiLMOutput(stacked[:, :, 1:-1] * inner_mask[None, :, :, None].to(stacked.dtype), inner)
 
     def run(
-        self,
-        tokens: Sequence[str],
-        index: numpy.ndarray,
-        lengths: Sequence[int],
-        state: Optional[LSTMState] = None,
+        self, tokens: Sequence[str], index: numpy.ndarray, lengths: Sequence[int], state: Optional[LSTMState] = None
     ) -> Tuple[TokenRows, List[torch.Tensor], LSTMState]:
-        """The LSTMs over rows given as indices into a token table.
+        """The LSTMs over rows given as indices into a token table (without autograd in eval mode).
 
         tokens: the distinct tokens; index value 0 is <S>, 1 is </S>, 2 + i is
             tokens[i].
@@ -272,45 +239,19 @@ class BiLM(nn.Module):
         Returns the inputs (the token table and the index), each layer's
         output in processing order, and every row's final state. Language-model
         training uses this directly, with a different input per direction.
-        In eval mode nothing is recorded for autograd.
         """
-        if not self.training:
-            with torch.no_grad():
-                return self._run(tokens, index, lengths, state)
-        return self._run(tokens, index, lengths, state)
-
-    def _run(
-        self, tokens: Sequence[str], index: numpy.ndarray, lengths: Sequence[int], state: Optional[LSTMState]
-    ) -> Tuple[TokenRows, List[torch.Tensor], LSTMState]:
-        token_vectors = self.encode_tokens(list(tokens))
-        rows = TokenRows(token_vectors, torch.from_numpy(numpy.ascontiguousarray(index)).to(token_vectors.device))
-        if state is None and self.stateful:
-            state = self._carried_state(index.shape[1], token_vectors)
-        outputs, final = self.lstm(rows, lengths, state)
-        if self.stateful:
-            self._carry(final)
+        with torch.set_grad_enabled(self.training and torch.is_grad_enabled()):
+            token_vectors = self.encode_tokens(list(tokens))
+            rows = TokenRows(token_vectors, torch.from_numpy(numpy.ascontiguousarray(index)).to(token_vectors.device))
+            if state is None and self.stateful:
+                zeros = self.lstm.zero_state(index.shape[1], token_vectors)
+                carried = self._carried
+                state = zeros if carried is None else carried.splice(zeros, min(index.shape[1], carried.batch))
+            outputs, final = self.lstm(rows, lengths, state)
+        if self.stateful:  # rows beyond this batch keep their previous state
+            carried, final = self._carried, final.detach()
+            self._carried = final if carried is None else final.splice(carried, final.batch)
         return rows, outputs, final
-
-    def _carried_state(self, batch: int, like: torch.Tensor) -> LSTMState:
-        zeros = self.lstm.zero_state(batch, like)
-        if self._carried is None:
-            return zeros
-        n = min(batch, self._carried.h[0].shape[1])
-        h = tuple(torch.cat([old[:, :n].to(like), new[:, n:]], dim=1) for old, new in zip(self._carried.h, zeros.h))
-        c = tuple(torch.cat([old[:, :n].to(like), new[:, n:]], dim=1) for old, new in zip(self._carried.c, zeros.c))
-        return LSTMState(h, c)
-
-    def _carry(self, final: LSTMState) -> None:
-        final = final.detach()
-        old = self._carried
-        if old is not None and old.h[0].shape[1] > final.h[0].shape[1]:
-            # rows beyond this batch keep their previous state
-            n = final.h[0].shape[1]
-            final = LSTMState(
-                tuple(torch.cat([f, o[:, n:]], dim=1) for f, o in zip(final.h, old.h)),
-                tuple(torch.cat([f, o[:, n:]], dim=1) for f, o in zip(final.c, old.c)),
-            )
-        self._carried = final
 
     # -- bulk inference ----------------------------------------------------------------
     def embed(

@@ -1,32 +1,22 @@
 """Context-free token encoders: the character CNN of ELMo, and plain word embeddings.
 
-The character CNN is computed exactly as the reference (embedding, one valid
-convolution per width with max-pool over all `max_chars` positions, activation,
-highway layers, projection) but without its wasted work:
-
-* all widths are one matrix product: each width's kernel is zero-padded to the
-  widest, so one (positions, w_max * dim) x (w_max * dim, n_filters) GEMM
-  serves every filter;
-* tokens are grouped by their number of non-padding slots T, and only windows
-  starting at positions < T are computed. Every window that starts later sees
-  padding only, so its value is the same constant for every token; it enters
-  the max-pool as that constant wherever the reference has such a window.
+The character CNN is the reference's: character embeddings, one valid
+convolution per width max-pooled over all `max_chars` positions, activation,
+highway layers, projection. The pooled convolutions are computed by
+`engine/char_convolution.py`, which skips the windows of pure padding.
 """
 import math
-from typing import TYPE_CHECKING, List, Optional
+from typing import TYPE_CHECKING, Optional
 
-import numpy
 import torch
 from torch import nn
 
 from .char_ids import PAD_ID
 from .config import BiLMConfig
+from .engine.char_convolution import max_pooled_convolutions
 
 if TYPE_CHECKING:
     from .engine import Engine
-
-# cap on the rows of one convolution product, so memory stays bounded
-_MAX_CONV_ELEMENTS = 1 << 24
 
 
 class CharCNNEncoder(nn.Module):
@@ -85,8 +75,8 @@ class CharCNNEncoder(nn.Module):
         last_start = torch.tensor(
             [self.max_chars - w for w, n in config.filters for _ in range(n)], dtype=torch.long
         )
-        self._last_start: torch.Tensor
-        self.register_buffer("_last_start", last_start, persistent=False)
+        self.last_window_start: torch.Tensor
+        self.register_buffer("last_window_start", last_start, persistent=False)
 
     def reset_parameters(self, generator: Optional[torch.Generator] = None) -> None:
         """Initialisation for training from scratch (as bilm-tf's defaults)."""
@@ -109,17 +99,6 @@ class CharCNNEncoder(nn.Module):
                 self.proj_weight.normal_(0.0, math.sqrt(1.0 / fan_in), generator=generator)
                 self.proj_bias.zero_()
 
-    def _stacked_kernel(self) -> torch.Tensor:
-        """All widths as one (max_width * dim, n_filters) matrix, zero-padded."""
-        dim = self.char_embed.shape[1]
-        blocks = []
-        for w, weight in zip(self.widths, self.conv_weights):
-            block = weight.reshape(w * dim, -1)
-            if w < self.max_width:
-                block = nn.functional.pad(block, (0, 0, 0, (self.max_width - w) * dim))
-            blocks.append(block)
-        return torch.cat(blocks, dim=1)
-
     def table_vectors(self, word_ids: torch.Tensor) -> torch.Tensor:
         """Rows of the word table: ids below `table_rows` are pretrained, the rest learned."""
         rows = self.table_rows
@@ -137,13 +116,13 @@ class CharCNNEncoder(nn.Module):
             raise ValueError("this token encoder has a word table: pass one word id per token")
         if char_ids.shape[0] == 0:
             return self.char_embed.new_zeros((0, self.output_dim))
-        pooled = self.pool(char_ids)
+        pooled = max_pooled_convolutions(self, char_ids)
         if self.activation == "relu":
             x = torch.relu(pooled)
         else:
             x = torch.tanh(pooled)
         for weight, bias in zip(self.highways, self.highway_biases):
-            h = self._product(bias, x, weight)
+            h = self.product(bias, x, weight)
             transform = torch.relu(h[:, : self.n_filters])
             carry = torch.sigmoid(h[:, self.n_filters :])
             x = torch.addcmul(x, carry, transform - x)  # carry * transform + (1 - carry) * x
@@ -151,62 +130,15 @@ class CharCNNEncoder(nn.Module):
             assert word_ids is not None  # checked above
             x = torch.cat([x, self.table_vectors(word_ids).to(x.dtype)], dim=1)
         if self.has_projection:
-            x = self._product(self.proj_bias, x, self.proj_weight)
+            x = self.product(self.proj_bias, x, self.proj_weight)
         return x
 
-    def _product(self, bias: torch.Tensor, x: torch.Tensor, weight: torch.Tensor) -> torch.Tensor:
+    def product(self, bias: torch.Tensor, x: torch.Tensor, weight: torch.Tensor) -> torch.Tensor:
         """`addmm(bias, x, weight)`: in training mode as is, in eval mode through the
         engine (whose rows do not depend on how many rows x has)."""
         if self.training:
             return torch.addmm(bias, x, weight)
         return self.engine.encoder_product(bias, x, weight)
-
-    def pool(self, char_ids: torch.Tensor) -> torch.Tensor:
-        """Max-pooled convolutions (before the activation), (n, n_filters)."""
-        kernel = self._stacked_kernel()
-        bias = torch.cat(list(self.conv_biases))
-        dim = self.char_embed.shape[1]
-        wmax = self.max_width
-        # the window of pure padding, shared by every token
-        pad_id = self.pad_id
-        pad_window = self.char_embed[pad_id].repeat(wmax)
-        pad_value = pad_window @ kernel + bias
-        lengths = ((char_ids != pad_id) & (char_ids != 0)).sum(dim=1)
-        lengths_np = lengths.cpu().numpy()
-        order = numpy.argsort(lengths_np, kind="stable")
-        sorted_lengths = lengths_np[order]
-        order_t = torch.from_numpy(order).to(char_ids.device)
-        parts: List[torch.Tensor] = []
-        starts = numpy.flatnonzero(numpy.r_[True, sorted_lengths[1:] != sorted_lengths[:-1]])
-        ends = numpy.r_[starts[1:], len(order)]
-        positions = torch.arange(self.max_chars, device=char_ids.device)
-        for start, end in zip(starts.tolist(), ends.tolist()):
-            n_pos = max(int(sorted_lengths[start]), 1)
-            span = min(n_pos + wmax - 1, self.max_chars)
-            # windows starting at p > last_start of a filter do not exist
-            valid = positions[:n_pos, None] <= self._last_start[None, :]
-            mask = None  # tokens shorter than max_chars - max_width + 1 slots need none
-            if not bool(valid.all()):
-                mask = torch.zeros(valid.shape, dtype=kernel.dtype, device=kernel.device)
-                mask.masked_fill_(~valid, float("-inf"))
-            # the constant all-padding window exists iff it starts inside max_chars
-            with_pad = (self._last_start >= n_pos).to(kernel.dtype)
-            pad_floor = torch.where(with_pad > 0, pad_value, torch.full_like(pad_value, float("-inf")))
-            rows_per_chunk = max(1, _MAX_CONV_ELEMENTS // (n_pos * kernel.shape[1]))
-            for lo in range(start, end, rows_per_chunk):
-                idx = order_t[lo : min(end, lo + rows_per_chunk)]
-                emb = self.char_embed[char_ids[idx, :span]]  # (n, span, dim)
-                if span < n_pos + wmax - 1:
-                    emb = nn.functional.pad(emb, (0, 0, 0, n_pos + wmax - 1 - span))
-                windows = emb.unfold(1, wmax, 1)  # (n, n_pos, dim, wmax)
-                windows = windows.transpose(2, 3).reshape(-1, wmax * dim)
-                conv = self._product(bias, windows, kernel).view(len(idx), n_pos, -1)
-                pooled = (conv if mask is None else conv + mask).amax(dim=1)
-                parts.append(torch.maximum(pooled, pad_floor))
-        pooled_sorted = torch.cat(parts, dim=0)
-        inverse = torch.empty_like(order_t)
-        inverse[order_t] = torch.arange(len(order_t), device=order_t.device)
-        return pooled_sorted[inverse]
 
 
 class WordEncoder(nn.Module):

@@ -31,11 +31,12 @@ from typing import Any, Dict, List, Tuple, Union
 import torch
 
 from ..bilm.config import BiLMConfig, OptionsError
-from ..bilm.lstm import permute_gates
 from ..bilm.model import BiLM
 from ..bilm.token_encoder import CharCNNEncoder
-from ..bilm.token_vocab import CharDictionary, WordTableVocabulary
+from ..bilm.char_ids import CharDictionary
+from ..bilm.token_vocab import WordTableVocabulary
 from .errors import WeightsError
+from .gate_order import permute_gates
 
 PathLike = Union[str, Path]
 

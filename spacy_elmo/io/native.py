@@ -4,6 +4,7 @@
     bilm.safetensors     token encoder + LSTM weights (all that embedding needs), float32
                          or float16 (loaded as float32 either way)
     vocab.txt            softmax / word-input vocabulary (optional)
+    token_vocab.json     the token layer's word-table vocabulary and character dictionary (optional)
     softmax.safetensors  the LM head (optional; only perplexity and further training need it)
 
 Files are written to a temporary name and renamed, so a crash never leaves a
@@ -37,11 +38,11 @@ from ..bilm.config import BiLMConfig, OptionsError
 from ..bilm.heads import SoftmaxHead
 from ..bilm.language_model import LanguageModel
 from ..bilm.model import BiLM
-from ..bilm.token_vocab import VOCABULARIES_FILE, load_token_vocabularies, save_token_vocabularies
 from ..bilm.vocab import Vocabulary
 from .atomic import atomic_path
 from .checksum import sha256_file
 from .errors import WeightsError
+from .token_vocabularies import VOCABULARIES_FILE, load_token_vocabularies, save_token_vocabularies
 
 # how weights may be stored (they are always loaded into float32 modules)
 STORAGE_DTYPES = {"float32": torch.float32, "float16": torch.float16}

@@ -20,11 +20,11 @@ import numpy
 import torch
 
 from ..bilm.config import BiLMConfig, OptionsError
-from ..bilm.lstm import INTERNAL_TO_TF, TF_TO_INTERNAL, permute_gates
 from ..bilm.model import BiLM
 from ..bilm.token_encoder import CharCNNEncoder, WordEncoder
 from ..bilm.vocab import Vocabulary
 from .errors import WeightsError
+from .gate_order import INTERNAL_TO_TF, TF_TO_INTERNAL, permute_gates
 from .options import config_from_options, config_to_options
 
 PathLike = Union[str, Path]

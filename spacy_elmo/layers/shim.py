@@ -111,7 +111,8 @@ def _read_legacy(data: bytes) -> Optional[BiLM]:
     from safetensors import SafetensorError
     from safetensors.torch import load
 
-    from ..bilm.token_vocab import CharDictionary, WordTableVocabulary
+    from ..bilm.char_ids import CharDictionary
+    from ..bilm.token_vocab import WordTableVocabulary
     from ..bilm.vocab import Vocabulary
 
     try:

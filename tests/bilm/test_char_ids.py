@@ -1,6 +1,6 @@
 import numpy
 
-from spacy_elmo.bilm.char_ids import PAD_ID, CharIdEncoder, batch_to_ids, char_lengths, token_to_char_ids
+from spacy_elmo.bilm.char_ids import PAD_ID, CharDictionary, CharIdEncoder, batch_to_ids, token_to_char_ids
 
 
 def test_layout_matches_published_scheme():
@@ -37,4 +37,20 @@ def test_batch_to_ids_and_lengths():
     assert ids.shape == (2, 4, 50)
     assert ids[1][0, 1] == 257 and ids[1][1, 1] == 258  # an empty sentence is <S> </S>
     assert (ids[1][2:] == 0).all()
-    assert char_lengths(ids[0]).tolist() == [3, 3, 5, 3]
+    assert ((ids[0] != PAD_ID) & (ids[0] != 0)).sum(axis=-1).tolist() == [3, 3, 5, 3]
+
+
+def test_a_character_dictionary_reads_characters_not_bytes():
+    specials = ["<bow>", "<eow>", "<bos>", "<eos>", "<oov>", "<pad>"]
+    dictionary = CharDictionary(specials + ["é", "a"])
+    index = dictionary.index
+    encoder = CharIdEncoder(6, boundary_strings=True, dictionary=dictionary)
+    rows = encoder.encode(["éaz", "<bos>", "ééééé"])
+    assert rows[0].tolist() == [index["<bow>"], index["<bos>"], index["<eow>"]] + [index["<pad>"]] * 3
+    # one slot per character (not per byte), an unknown character is <oov>
+    assert rows[2].tolist() == [index["<bow>"], index["é"], index["a"], index["<oov>"], index["<eow>"], index["<pad>"]]
+    numpy.testing.assert_array_equal(rows[3], rows[0])  # boundary strings are the dictionary's names
+    assert rows[4].tolist() == [index["<bow>"]] + [index["é"]] * 4 + [index["<eow>"]]  # cut to max_chars - 2
+    swapped = CharIdEncoder(6, dictionary=CharDictionary(specials + ["a"], swap_word_ends=True)).ids("a")
+    assert swapped[0] == index["<eow>"] and swapped[2] == index["<bow>"]
+    assert CharDictionary.from_dict(dictionary.to_dict()) == dictionary

@@ -82,8 +82,8 @@ def test_quirks_are_reproduced(model_dir):
     dictionary = bilm.char_dictionary
     row = bilm.char_encoder.ids("ab")
     # begin-of-word slot holds <eow>'s id and the end slot <bow>'s (create_one_batch's lookup)
-    assert row[0] == dictionary.id("<eow>") and row[3] == dictionary.id("<bow>")
-    assert row[1] == dictionary.id("a") and row[4] == dictionary.id("<pad>")
+    assert row[0] == dictionary.index["<eow>"] and row[3] == dictionary.index["<bow>"]
+    assert row[1] == dictionary.index["a"] and row[4] == dictionary.index["<pad>"]
     # words are looked up after the cut to max_characters_per_token - 2 characters
     assert bilm.word_table_vocab.key("abcdefghijklmnop") == "abcdefgh"
 

@@ -1,6 +1,12 @@
-"""The sampled softmax's loss with its backward by hand, in place where PyTorch's ops copy.
+"""bilm-tf's sampled softmax: the full softmax's training approximation, and its loss by hand.
 
-Per row the loss is `logsumexp([true, sampled logits]) - true`. Written with
+`sampled_softmax_loss` draws one set of log-uniform (Zipfian) negatives for
+all the rows of a call, corrects the logits by the log of each class's
+expected count and removes accidental hits; the vocabulary must be sorted by
+frequency, as `Vocabulary.from_counts` does.
+
+The loss has its backward by hand, in place where PyTorch's ops copy. Per
+row the loss is `logsumexp([true, sampled logits]) - true`. Written with
 PyTorch's ops, a pretraining batch's (rows, samples) logit matrix (8,000 x
 1,700 floats, 54 MB, more than a CPU's caches hold) is copied to remove the
 accidental hits, and logsumexp's forward and backward make new matrices for
@@ -9,6 +15,7 @@ through main memory. Here the logits become the softmax probabilities in
 place and backward scales them in place into the logits' gradient
 (benchmarks/RESULTS.md, "Pretraining throughput", has the timings).
 """
+import math
 from typing import Optional, Tuple
 
 import torch
@@ -72,4 +79,32 @@ def sampled_softmax_nll(
                                    hit_cols)
 
 
-__all__ = ["sampled_softmax_nll", "SampledSoftmaxNLL"]
+def sampled_softmax_loss(
+    hidden: torch.Tensor,
+    targets: torch.Tensor,
+    weight: torch.Tensor,
+    bias: torch.Tensor,
+    n_samples: int,
+    generator: Optional[torch.Generator] = None,
+) -> torch.Tensor:
+    """Each row's sampled-softmax NLL (n,): hidden (n, d), targets (n,), the softmax's weight (V, d) and bias (V,)."""
+    n_vocab = weight.shape[0]
+    log_range = math.log(n_vocab + 1)
+    u = torch.rand(n_samples, generator=generator).to(hidden.device)
+    # unique() also sorts, which the accidental-hit search below relies on
+    sampled = (torch.exp(u * log_range).floor().long() - 1).clamp_(0, n_vocab - 1).unique()
+
+    def log_expected(ids: torch.Tensor) -> torch.Tensor:
+        p = (torch.log(ids.double() + 2.0) - torch.log(ids.double() + 1.0)) / log_range
+        # probability that a class was drawn at least once in n_samples draws
+        return torch.log(-torch.expm1(n_samples * torch.log1p(-p))).to(hidden.dtype)
+
+    true_logits = (hidden * weight[targets]).sum(-1) + bias[targets] - log_expected(targets)
+    sampled_bias = bias[sampled] - log_expected(sampled)
+    # a sampled class equal to the row's target is an accidental hit: it counts as -inf
+    where = torch.searchsorted(sampled, targets).clamp_(max=sampled.shape[0] - 1)
+    hit_rows = (sampled[where] == targets).nonzero().squeeze(1)
+    return sampled_softmax_nll(hidden, weight[sampled], sampled_bias, true_logits, hit_rows, where[hit_rows])
+
+
+__all__ = ["sampled_softmax_loss", "sampled_softmax_nll", "SampledSoftmaxNLL"]
