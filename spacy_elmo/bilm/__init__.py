@@ -4,7 +4,7 @@ The model (config, vocabularies and character ids, token encoder, the LSTMs
 as written, the language-model heads and loss) lives in this package's
 modules; how it is computed fast lives in `engine/` (docs/internals.md).
 """
-from .char_ids import CharIdEncoder, batch_to_ids, token_to_char_ids
+from .char_ids import CharDictionary, CharIdEncoder, batch_to_ids, token_to_char_ids
 from .config import BiLMConfig, OptionsError
 from .engine import BACKENDS, BackendError
 from .engine.token_cache import TokenCache
@@ -13,22 +13,6 @@ from .model import BiLM, BiLMOutput, length_sorted_batches
 from .token_encoder import CharCNNEncoder, WordEncoder
 from .vocab import Vocabulary
 
-__all__ = [
-    "BACKENDS",
-    "BackendError",
-    "BiLM",
-    "BiLMOutput",
-    "BiLMConfig",
-    "BiLSTMStack",
-    "CharCNNEncoder",
-    "CharIdEncoder",
-    "LSTMState",
-    "OptionsError",
-    "TokenCache",
-    "TokenRows",
-    "Vocabulary",
-    "WordEncoder",
-    "batch_to_ids",
-    "length_sorted_batches",
-    "token_to_char_ids",
-]
+__all__ = ["BACKENDS", "BackendError", "BiLM", "BiLMOutput", "BiLMConfig", "BiLSTMStack", "CharCNNEncoder",
+           "CharDictionary", "CharIdEncoder", "LSTMState", "OptionsError", "TokenCache", "TokenRows", "Vocabulary",
+           "WordEncoder", "batch_to_ids", "length_sorted_batches", "token_to_char_ids"]

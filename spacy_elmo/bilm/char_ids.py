@@ -1,22 +1,12 @@
 """Character ids as the character CNN reads them: UTF-8 bytes, or a character dictionary's entries.
 
 A token becomes `max_chars` slots: begin-of-word, its characters (cut to
-`max_chars - 2`), end-of-word, then padding. Every id is shifted by +1 so
-that 0 can mark absent tokens. Sentence boundaries are their own special
-character between begin and end.
-
-* bytes (the published models): the characters are the token's UTF-8 bytes,
-  cut at the byte level; the specials are ids 256-260.
-* a `CharDictionary` (ELMoForManyLangs' `char.dic`): each character is an
-  entry, unknown ones the `unknown` entry. ELMoForManyLangs writes its
-  begin-of-word slot with the id of `<eow>` and its end-of-word slot with the
-  id of `<bow>` (`create_one_batch`); its models were trained that way, so
-  `swap_word_ends` reproduces it.
-
-By default a literal "<S>" typed by a user is an ordinary token: boundaries
-are added structurally by the model, never recognised from text.
-`boundary_strings=True` maps the boundary strings to the boundary ids as the
-reference vocabulary did (for parity with its fixtures).
+`max_chars - 2`), end-of-word, then padding; every id is +1, so that 0 marks
+absent tokens. A sentence boundary is a special character between begin and
+end. The published models read UTF-8 bytes (specials 256-260);
+ELMoForManyLangs reads a `CharDictionary` (its `char.dic`), and writes its
+begin slot with `<eow>` and its end slot with `<bow>` (`swap_word_ends`).
+A literal "<S>" is an ordinary token unless `boundary_strings` (the reference's parity mode).
 """
 from dataclasses import asdict, dataclass
 from typing import Any, Dict, Iterable, List, Optional, Sequence
@@ -63,11 +53,7 @@ class CharDictionary:
 
 
 def token_to_char_ids(token: str, max_chars: int = 50) -> numpy.ndarray:
-    """The (max_chars,) int64 byte ids of one token, shifted +1.
-
-    Lone surrogates (which spaCy can hold in a token) are kept as their
-    surrogate-escaped bytes rather than raising, so every string has ids.
-    """
+    """The (max_chars,) int64 byte ids of one token; a lone surrogate (spaCy can hold one) keeps its bytes."""
     data = token.encode("utf-8", errors="surrogatepass")[: max_chars - 2]
     ids = numpy.frombuffer(data, dtype=numpy.uint8).astype(numpy.int64) + SHIFT
     return _row(ids, BOW_CHAR + SHIFT, EOW_CHAR + SHIFT, PAD_ID, max_chars)
@@ -82,11 +68,7 @@ def _row(ids: Sequence[int], begin: int, end: int, pad: int, max_chars: int) -> 
 
 
 class CharIdEncoder:
-    """Maps tokens to char-id rows (bytes, or a dictionary's), the sentence boundaries precomputed.
-
-    Row 0 and 1 of `encode` output are always the begin- and end-of-sentence
-    tokens; the tokens follow in the given order.
-    """
+    """Maps tokens to char-id rows (bytes, or a dictionary's); `bos` and `eos` are the boundaries' rows."""
 
     def __init__(
         self, max_chars: int = 50, boundary_strings: bool = False, dictionary: Optional[CharDictionary] = None
@@ -133,11 +115,7 @@ class CharIdEncoder:
 
 
 def batch_to_ids(sentences: List[List[str]], max_chars: int = 50, add_boundaries: bool = True) -> numpy.ndarray:
-    """The reference layout: (batch, max_len [+2], max_chars) byte ids, 0 for absent tokens.
-
-    Mostly for interoperability and tests; the model itself encodes only the
-    distinct tokens of a batch.
-    """
+    """The reference layout (AllenNLP's `batch_to_ids`): (batch, max_len [+2], max_chars), 0 for absent tokens."""
     encoder = CharIdEncoder(max_chars)
     extra = 2 if add_boundaries else 0
     out = numpy.zeros((len(sentences), max((len(s) for s in sentences), default=0) + extra, max_chars), numpy.int64)

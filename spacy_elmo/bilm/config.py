@@ -1,10 +1,7 @@
-"""The biLM's hyper-parameters.
+"""The biLM's hyper-parameters: one frozen dataclass for every architecture this package builds.
 
-One frozen dataclass describes every architecture this package can build: the
-published ELMo models (character CNN + projected LSTMs), bilm-tf's word-input
-variant, and models trained with `spacy_elmo pretrain`. Invalid combinations
-raise `OptionsError` listing every problem. The published `options.json` form
-is a weight-format concern: `spacy_elmo.io.options`.
+Invalid combinations raise `OptionsError` listing every problem; the
+published `options.json` form is a weight-format concern (`io/options.py`).
 """
 from dataclasses import asdict, dataclass, replace
 from typing import Any, Dict, Optional, Tuple
@@ -18,20 +15,14 @@ class OptionsError(ValueError):
 class BiLMConfig:
     """Architecture of a biLM.
 
-    `filters` is a list of (width, n_filters) pairs for the character CNN.
-    `use_character_inputs = False` selects a word-embedding token encoder of
-    `n_tokens_vocab` rows instead (bilm-tf's option of the same name).
-
-    `characters`: what the character CNN reads, "bytes" (the published
-    models: UTF-8 bytes, `n_characters` 261 or 262) or "dictionary" (a
-    character vocabulary of `n_characters` entries, as ELMoForManyLangs).
-
-    A word table (`word_table_dim > 0`) joins the character CNN in the token
-    layer: x_k = projection([highway(char CNN(w_k)); v(w_k)]), where v(w) is a
-    row of a table of `word_table_rows` vectors (pretrained, frozen unless
-    `word_table_trainable`) or one of `word_table_specials` learned rows
-    (sentence boundaries, unknown words). Without a table the token layer is
-    the published one.
+    `filters`: (width, n_filters) pairs of the character CNN, which reads
+    `characters` "bytes" (the published models) or a "dictionary" of
+    `n_characters` entries (ELMoForManyLangs). `use_character_inputs = False`:
+    a word embedding of `n_tokens_vocab` rows instead (bilm-tf's option).
+    A word table (`word_table_dim > 0`) joins the character CNN:
+    x_k = projection([highway(char CNN(w_k)); v(w_k)]), v(w) one of
+    `word_table_rows` pretrained vectors (frozen unless `word_table_trainable`)
+    or of `word_table_specials` learned rows (boundaries, unknown words).
     """
 
     # contextual layers
@@ -43,15 +34,7 @@ class BiLMConfig:
     use_skip_connections: bool = True
     # token encoder
     use_character_inputs: bool = True
-    filters: Tuple[Tuple[int, int], ...] = (
-        (1, 32),
-        (2, 32),
-        (3, 64),
-        (4, 128),
-        (5, 256),
-        (6, 512),
-        (7, 1024),
-    )
+    filters: Tuple[Tuple[int, int], ...] = ((1, 32), (2, 32), (3, 64), (4, 128), (5, 256), (6, 512), (7, 1024))
     n_highway: int = 2
     char_embedding_dim: int = 16
     n_characters: int = 262

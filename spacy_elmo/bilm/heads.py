@@ -1,11 +1,8 @@
 """Language-model heads: the softmax both directions share.
 
-* `full`: exact softmax over the whole vocabulary (small vocabularies, and
-  every evaluation).
-* `sampled`: bilm-tf's sampled softmax for training (`engine/sampled_loss.py`):
-  one set of log-uniform negatives shared by the batch (both directions).
-* `adaptive`: PyTorch's adaptive softmax (Grave et al. 2017), frequency-ordered
-  clusters with smaller projections for rare words.
+`full`: the exact softmax (small vocabularies, and every evaluation);
+`sampled`: bilm-tf's sampled softmax for training (`engine/sampled_loss.py`);
+`adaptive`: PyTorch's adaptive softmax (Grave et al. 2017).
 """
 import math
 from typing import Optional, Sequence
@@ -19,14 +16,8 @@ HEAD_KINDS = ("full", "sampled", "adaptive")
 
 
 class SoftmaxHead(nn.Module):
-    def __init__(
-        self,
-        n_vocab: int,
-        dim: int,
-        kind: str = "full",
-        n_samples: int = 8192,
-        cutoffs: Optional[Sequence[int]] = None,
-    ) -> None:
+    def __init__(self, n_vocab: int, dim: int, kind: str = "full", n_samples: int = 8192,
+                 cutoffs: Optional[Sequence[int]] = None) -> None:
         super().__init__()
         if kind not in HEAD_KINDS:
             raise ValueError(f"softmax kind must be one of {HEAD_KINDS}, got {kind!r}")
@@ -76,12 +67,6 @@ class SoftmaxHead(nn.Module):
             gold = logits.gather(1, targets[start : start + chunk, None]).squeeze(1)
             parts.append(gold - torch.logsumexp(logits, dim=-1))
         return torch.cat(parts) if parts else hidden.new_zeros((0,))
-
-    def loss(
-        self, hidden: torch.Tensor, targets: torch.Tensor, generator: Optional[torch.Generator] = None
-    ) -> torch.Tensor:
-        """Summed negative log likelihood used for training (sampled where configured)."""
-        return self.nll(hidden, targets, generator).sum()
 
     def nll(
         self, hidden: torch.Tensor, targets: torch.Tensor, generator: Optional[torch.Generator] = None

@@ -1,11 +1,9 @@
 """The biLM with its softmax: the training objective of ELMo's first stage.
 
 The forward LM predicts each next token, the backward LM each previous token;
-both share the token encoder and the softmax, and the loss is the sum of the
-two directions' negative log likelihoods. Inputs come as `LMBatch`es, built
-either from whole sentences (each with <S> and </S>, zero initial state) or
-from fixed-length windows of a token stream whose state is carried from one
-window to the next (bilm-tf's unrolled training); see `spacy_elmo.pretrain`.
+both share the token encoder and the softmax; the loss is the sum of the two
+directions' negative log likelihoods. An `LMBatch` holds whole sentences
+(`sentence_batch`) or windows of a token stream (`spacy_elmo.pretrain`).
 """
 from dataclasses import dataclass
 from typing import Dict, List, Optional, Sequence, Tuple
@@ -14,6 +12,7 @@ import numpy
 import torch
 from torch import nn
 
+from .engine import bulk
 from .heads import SoftmaxHead
 from .lstm import LSTMState, TokenRows
 from .model import BiLM
@@ -22,13 +21,8 @@ from .vocab import Vocabulary
 
 @dataclass
 class LMBatch:
-    """Rows of token-table indices per direction and what each position predicts.
-
-    tokens: distinct tokens; index 0 = <S>, 1 = </S>, 2 + i = tokens[i].
-    index: (2, batch, time) int64, processing order per direction.
-    targets: (2, batch, time) int64 vocabulary ids, -1 where nothing is predicted.
-    lengths: per row, the number of positions read.
-    """
+    """What each direction reads and predicts: index (2, batch, time) into [<S>, </S>] + tokens in
+    processing order, targets (2, batch, time) vocabulary ids (-1: none), each row's length."""
 
     tokens: List[str]
     index: numpy.ndarray
@@ -73,14 +67,9 @@ class LanguageModel(nn.Module):
         self.head = head
         self.vocab = vocab
 
-    def forward(
-        self,
-        batch: LMBatch,
-        state: Optional[LSTMState] = None,
-        exact: bool = False,
-        generator: Optional[torch.Generator] = None,
-        train_bilm: bool = True,
-    ) -> Tuple[torch.Tensor, torch.Tensor, LSTMState]:
+    def forward(self, batch: LMBatch, state: Optional[LSTMState] = None, exact: bool = False,
+                generator: Optional[torch.Generator] = None, train_bilm: bool = True,
+                ) -> Tuple[torch.Tensor, torch.Tensor, LSTMState]:
         """(summed NLL per direction (2,), target count per direction (2,), final state).
 
         `exact` evaluates the full softmax whatever the head's training kind.
@@ -98,13 +87,8 @@ class LanguageModel(nn.Module):
         with torch.set_grad_enabled(train_bilm and torch.is_grad_enabled()):
             return self.bilm.run(batch.tokens, batch.index, batch.lengths, state)
 
-    def losses(
-        self,
-        outputs: List[torch.Tensor],
-        batch: LMBatch,
-        exact: bool = False,
-        generator: Optional[torch.Generator] = None,
-    ) -> Tuple[torch.Tensor, torch.Tensor]:
+    def losses(self, outputs: List[torch.Tensor], batch: LMBatch, exact: bool = False,
+               generator: Optional[torch.Generator] = None) -> Tuple[torch.Tensor, torch.Tensor]:
         """Summed NLL and target count per direction, from the top layer's outputs."""
         top = outputs[-1]
         targets = torch.from_numpy(batch.targets).to(top.device)
@@ -120,36 +104,9 @@ class LanguageModel(nn.Module):
         losses = torch.stack([part.sum() for part in nll.split(counts.tolist())])
         return losses, counts
 
-    @torch.no_grad()
     def perplexity(self, sentences: Sequence[Sequence[str]], batch_tokens: int = 4096) -> Dict[str, float]:
-        """Forward, backward and mean perplexity over whole sentences (exact softmax)."""
-        from .model import length_sorted_batches
-
-        was_training = self.training
-        self.eval()
-        totals = numpy.zeros(2)
-        count = 0
-        try:
-            for positions in length_sorted_batches([len(s) for s in sentences], batch_tokens, 512):
-                batch = sentence_batch([sentences[i] for i in positions], self.vocab)
-                losses, counts, _ = self.forward(batch, exact=True)
-                totals += losses.double().cpu().numpy()
-                count += int(counts[0])
-        finally:
-            self.train(was_training)
-        return perplexities(totals, count)
+        """Forward, backward and mean perplexity over whole sentences (exact softmax), and the tokens scored."""
+        return bulk.perplexity(self, sentences, batch_tokens)
 
 
-def perplexities(nll_sums: numpy.ndarray, count: int) -> Dict[str, float]:
-    if count == 0:
-        return {"forward": float("nan"), "backward": float("nan"), "mean": float("nan"), "tokens": 0}
-    forward, backward = numpy.exp(nll_sums / count)
-    return {
-        "forward": float(forward),
-        "backward": float(backward),
-        "mean": float(numpy.exp(nll_sums.sum() / (2 * count))),
-        "tokens": int(count),
-    }
-
-
-__all__ = ["LanguageModel", "LMBatch", "sentence_batch", "perplexities"]
+__all__ = ["LanguageModel", "LMBatch", "sentence_batch"]

@@ -14,12 +14,7 @@ import torch
 
 @dataclass
 class BiLMOutput:
-    """Output of one batch.
-
-    layers: (L+1, batch, time, width); time = longest sentence (+2 with
-        boundaries kept); zeros past each row's length.
-    lengths: (batch,) number of positions of each row in `layers`.
-    """
+    """Output of one batch: layers (L+1, batch, time, width), zeros past each row's `lengths` (batch,)."""
 
     layers: torch.Tensor
     lengths: torch.Tensor
@@ -38,12 +33,8 @@ BOS_ROW, EOS_ROW = 0, 1
 
 
 def index_rows(sentences: Sequence[Sequence[str]], with_boundaries: bool) -> Tuple[List[str], numpy.ndarray, List[int]]:
-    """The distinct tokens, the (2, batch, time) index and each row's length.
-
-    Index value 0 is <S>, 1 is </S>, 2 + i is tokens[i]; direction 0 reads a
-    row in order, direction 1 reversed within its length; with boundaries a
-    row is <S>, its tokens, </S>.
-    """
+    """The distinct tokens, the (2, batch, time) index (0 is <S>, 1 is </S>, 2 + i is tokens[i]; direction 1
+    reversed within its length; with boundaries a row is <S>, its tokens, </S>) and each row's length."""
     vocab: Dict[str, int] = {}
     rows = [[vocab.setdefault(t, len(vocab) + 2) for t in s] for s in sentences]
     if with_boundaries:
@@ -57,12 +48,8 @@ def index_rows(sentences: Sequence[Sequence[str]], with_boundaries: bool) -> Tup
 
 
 def stack_layers(tokens: torch.Tensor, outputs: List[torch.Tensor], lengths: Sequence[int]) -> torch.Tensor:
-    """(L+1, batch, time, width) in reading order from processing-order LSTM outputs.
-
-    tokens (batch, time, P): each position's token vector in reading order.
-    Layer 0 is the token vector twice (zero past each row's length); the
-    backward direction's outputs are reversed within each row.
-    """
+    """(L+1, batch, time, width) in reading order from the token vectors (batch, time, P) in reading
+    order and the LSTM outputs in processing order: layer 0 is the token vector twice."""
     batch, time, P = tokens.shape
     device = tokens.device
     mask = torch.arange(time)[None, :] < torch.tensor(list(lengths), dtype=torch.long)[:, None]

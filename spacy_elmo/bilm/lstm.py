@@ -1,19 +1,14 @@
 """Stacked, projected LSTMs for both directions, run together.
 
-Each layer is TensorFlow's `LSTMCell(num_proj=..., cell_clip=..., proj_clip=...)`
-as bilm-tf used it: +1.0 added to the forget gate at run time, the cell
-clipped to +-cell_clip, the output projected and clipped to +-proj_clip. Skip
-connections add a layer's input to its output for every layer but the first.
-Gates are stored in the order (i, f, o, j), the three sigmoid gates one
-contiguous slice (`io/gate_order.py` permutes the published order).
-
-Inputs are rows of a token table (`TokenRows`) in *processing order*: the
-forward direction reads a sentence left to right, the backward direction its
-own input, which for sentences is the row reversed within its length.
-
-`reference_layer` is the recurrence as written. The stack's engine
-(`engine/`) computes it: its training path in training mode (with
-autograd), its inference path in eval mode (without).
+Each layer is TensorFlow's `LSTMCell(num_proj, cell_clip, proj_clip)` as
+bilm-tf used it: +1.0 on the forget gate, the cell clipped to +-cell_clip,
+the output projected and clipped to +-proj_clip; skip connections add a
+layer's input to its output above the first layer. Gates are stored (i, f, o,
+j), the sigmoid gates one slice (`io/gate_order.py` permutes published files).
+Inputs are rows of a token table in *processing order*: forward reads a
+sentence left to right, backward reads it reversed within its length.
+`reference_layer` is the recurrence as written; the stack's engine
+(`engine/`) computes it, with autograd in training mode and without in eval mode.
 """
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, List, NamedTuple, Optional, Sequence, Tuple
@@ -29,11 +24,7 @@ if TYPE_CHECKING:
 
 @dataclass(frozen=True)
 class TokenRows:
-    """The stack's inputs: rows of a token table.
-
-    table (n, P): one vector per distinct token; index (2, batch, time) int64:
-    the table row each position of each direction reads.
-    """
+    """The stack's inputs: a token table (n, P) and the (2, batch, time) row each position reads."""
 
     table: torch.Tensor
     index: torch.Tensor
@@ -41,13 +32,6 @@ class TokenRows:
     def gather(self) -> torch.Tensor:
         """The inputs as a dense (2, batch, time, P) tensor."""
         return self.table[self.index]
-
-    @classmethod
-    def dense(cls, inputs: torch.Tensor) -> "TokenRows":
-        """Dense inputs (2, batch, time, P) as a table of every position."""
-        n = inputs.shape[0] * inputs.shape[1] * inputs.shape[2]
-        index = torch.arange(n, device=inputs.device).view(inputs.shape[:3])
-        return cls(inputs.reshape(n, inputs.shape[3]), index)
 
 
 class LSTMState(NamedTuple):
@@ -77,16 +61,12 @@ class LSTMState(NamedTuple):
 class BiLSTMStack(nn.Module):
     """L projected LSTM layers per direction, forward and backward independent."""
 
-    def __init__(self, config: BiLMConfig, backend: str = "auto", engine: Optional["Engine"] = None) -> None:
-        """`engine`: the one that computes the stack (BiLM passes its own); else one made from `backend`."""
+    def __init__(self, config: BiLMConfig, engine: Optional["Engine"] = None) -> None:
+        """`engine`: the one that computes the stack (BiLM passes its own; default: the best available here)."""
         super().__init__()
-        self.n_layers = config.n_layers
-        self.hidden = config.lstm_dim
-        self.proj = config.projection_dim
-        self.cell_clip = config.cell_clip
-        self.proj_clip = config.proj_clip
-        self.use_skip_connections = config.use_skip_connections
-        self.dropout = config.dropout
+        self.n_layers, self.hidden, self.proj = config.n_layers, config.lstm_dim, config.projection_dim
+        self.cell_clip, self.proj_clip = config.cell_clip, config.proj_clip
+        self.use_skip_connections, self.dropout = config.use_skip_connections, config.dropout
         H, P = config.lstm_dim, config.projection_dim
         # axis 0 = direction (0 forward, 1 backward); gate blocks in order i, f, o, j
         self.weight_ih = nn.ParameterList([nn.Parameter(torch.zeros(2, P, 4 * H)) for _ in range(self.n_layers)])
@@ -96,19 +76,8 @@ class BiLSTMStack(nn.Module):
         if engine is None:
             from .engine import make_engine  # the engine package imports this module
 
-            engine = make_engine(backend)
+            engine = make_engine()
         self.engine: "Engine" = engine
-
-    @property
-    def backend(self) -> str:
-        """The backend setting its engine was made from ("auto" or an engine's name)."""
-        return self.engine.setting
-
-    @backend.setter
-    def backend(self, name: str) -> None:
-        from .engine import make_engine  # the engine package imports this module
-
-        self.engine = make_engine(name)
 
     def layer_parameters(self, layer: int) -> Tuple[torch.Tensor, torch.Tensor, torch.Tensor, torch.Tensor]:
         """(W_ih, W_hh, bias, W_proj) of one layer, each with the direction on axis 0."""
@@ -136,14 +105,10 @@ class BiLSTMStack(nn.Module):
     def forward(
         self, rows: TokenRows, lengths: Sequence[int], state: Optional[LSTMState] = None
     ) -> Tuple[List[torch.Tensor], LSTMState]:
-        """Run both directions over `rows` from `state` (default: zeros).
+        """Both directions over `rows` from `state` (default: zeros), each row `lengths[b]` steps long.
 
-        lengths: each row's number of positions.
         Returns each layer's output (2, batch, time, projection_dim) in
-        processing order (zeros past a row's length) and the final state of
-        every row (its state after its own last step). Training mode runs the
-        engine's training path (autograd, dropout); eval mode its inference
-        path, without gradients.
+        processing order (zeros past a row's length) and each row's final state.
         """
         if state is None:
             state = self.zero_state(rows.index.shape[1], rows.table)
@@ -166,25 +131,14 @@ def forget_offset(hidden: int, like: torch.Tensor) -> torch.Tensor:
 
 
 def reference_layer(
-    x: torch.Tensor,
-    h0: torch.Tensor,
-    c0: torch.Tensor,
-    lengths: Sequence[int],
-    w_ih: torch.Tensor,
-    w_hh: torch.Tensor,
-    bias: torch.Tensor,
-    w_proj: torch.Tensor,
-    clips: Tuple[float, float],
-    rows: int = 0,
+    x: torch.Tensor, h0: torch.Tensor, c0: torch.Tensor, lengths: Sequence[int], w_ih: torch.Tensor,
+    w_hh: torch.Tensor, bias: torch.Tensor, w_proj: torch.Tensor, clips: Tuple[float, float], rows: int = 0,
 ) -> Tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
-    """One layer, both directions, as TensorFlow's projected LSTMCell defines it (the `reference` engine).
+    """One layer, both directions: x (2, batch, time, P), h0 (2, batch, P), c0 (2, batch, H).
 
-    x (2, batch, time, P), h0 (2, batch, P), c0 (2, batch, H); gates in the
-    internal order i, f, o, j. Every row runs every step; a row past its
-    length keeps its state and outputs zeros. Works with and without
-    gradients. rows: compute the products at this many rows (zero rows
-    appended, dropped at the end), so that the caller can make a row's
-    numbers independent of its batch (engine/product_rows.py).
+    Every row runs every step; a row past its length keeps its state and
+    outputs zeros. `rows`: products at this many rows (zero rows appended), so
+    that a row's numbers do not depend on its batch (engine/product_rows.py).
     """
     _, batch, time, _ = x.shape
     H = w_hh.shape[2] // 4

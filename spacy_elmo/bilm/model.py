@@ -1,17 +1,15 @@
 """The bidirectional language model: token encoder + forward/backward LSTM stacks.
 
     sentences (lists of strings)
-      -> distinct tokens of the batch -> token encoder (char CNN or words) -> x_k
+      -> distinct tokens of the batch -> token encoder (char CNN [+ word table], or words) -> x_k
       -> [<S>, x_1..x_n, </S>] forward, and reversed within its length backward
       -> L projected LSTM layers per direction                         -> h_k,j
       -> (L+1, n, 2 * projection_dim) per sentence, layer 0 = [x_k; x_k]
 
-The module's mode picks the path: `eval()` is inference (no gradients, the
-engine's fast loops, the token cache), `train()` is training (autograd,
-dropout). Every sentence starts from zero state unless `stateful` is set, so a token's
-vectors never depend on which sentences share its batch. `stateful = True`
-carries each batch row's final state into the next call, as the reference
-implementations did; it exists for parity with them.
+`eval()` is inference (no gradients; the engine's fast loops, the token
+cache), `train()` is training (autograd, dropout). Each sentence starts from
+zero state, so its vectors never depend on its batch; `stateful = True`
+carries each row's final state into the next call, as the reference did.
 """
 from typing import Iterator, List, Optional, Sequence, Tuple, Union
 
@@ -24,7 +22,7 @@ from .config import BiLMConfig
 from .engine import AUTO, Engine, bulk, inference, make_engine
 from .engine.bulk import EMBED_BATCH_SENTENCES, EMBED_BATCH_TOKENS, length_sorted_batches
 from .engine.token_cache import TokenCache
-from .engine.weights_key import WeightsKey, weights_key
+from .engine.weights_key import WeightsKey
 from .layout import BiLMOutput, index_rows, stack_layers
 from .lstm import BiLSTMStack, LSTMState, TokenRows
 from .token_encoder import CharCNNEncoder, WordEncoder
@@ -44,11 +42,9 @@ class BiLM(nn.Module):
         word_table_vocab: Optional[WordTableVocabulary] = None,
         char_dictionary: Optional[CharDictionary] = None,
     ) -> None:
-        """`boundary_strings`: treat the literal tokens "<S>" and "</S>" as sentence
-        boundaries, as the reference did (default: ordinary tokens).
-        `backend`: which engine computes it (engine/; default: the best available here).
-        `word_table_vocab`, `char_dictionary`: the token layer's vocabularies,
-        needed where the config has a word table or a character dictionary."""
+        """`boundary_strings`: the literal tokens "<S>" and "</S>" are boundaries, as in the reference.
+        `backend`: the engine that computes it (engine/). `word_table_vocab`, `char_dictionary`:
+        the token layer's vocabularies, where the config has a word table or a character dictionary."""
         super().__init__()
         self.config = config
         self.boundary_strings = boundary_strings
@@ -139,27 +135,16 @@ class BiLM(nn.Module):
 
         `words` are computed now and kept; others are learned as they come,
         up to `max_size` entries (0: only the given words) and `max_bytes`.
-        Every call checks the cache against the weights (`weights_key.py`), so
-        changed weights never meet vectors computed from the old ones.
+        The cache is checked against the weights on every call (`weights_key.py`).
         """
-        self.token_cache = TokenCache(max_size=max_size, learn=max_size > 0, max_bytes=max_bytes)
-        self.token_cache.validate(weights_key(self, self.backend))
-        if words:
-            words = list(dict.fromkeys(words))
-            with torch.no_grad():
-                for start in range(0, len(words), 4096):
-                    chunk = words[start : start + 4096]
-                    self.token_cache.pin(chunk, self.encode_uncached(chunk, with_boundaries=False))
-        return self.token_cache
+        return inference.enable_cache(self, max_size, words, max_bytes)
 
     def disable_cache(self) -> None:
         self.token_cache = None
 
     def clear_cache(self) -> None:
-        """Forget computed token vectors, the LSTM's start state and its kept
-        inference weights. Every call checks them against the weights anyway
-        (`weights_key.py`); this frees their memory, and is needed only after
-        writes through `parameter.data`, which no version counter sees."""
+        """Forget computed token vectors, the start state and the engine's kept weights (their memory;
+        every call checks them against the weights, but writes through `parameter.data` go unseen)."""
         self._start = None
         self.lstm.clear_inference_cache()
         if self.token_cache is not None:
@@ -194,11 +179,7 @@ class BiLM(nn.Module):
         return self.token_encoder(torch.tensor(word_ids, dtype=torch.long, device=device))
 
     def encode_tokens(self, tokens: Sequence[str]) -> torch.Tensor:
-        """Context-free vectors (n, projection_dim) of distinct tokens, boundaries first.
-
-        Row 0 is <S>, row 1 is </S>, row 2 + i is tokens[i]. In eval mode
-        (without autograd) the token cache serves the tokens it holds.
-        """
+        """Context-free vectors (2 + n, projection_dim): <S>, </S>, then tokens (eval mode: through the cache)."""
         if self.training:
             return self.encode_uncached(tokens, with_boundaries=True)
         with torch.no_grad():
@@ -230,15 +211,11 @@ class BiLM(nn.Module):
     def run(
         self, tokens: Sequence[str], index: numpy.ndarray, lengths: Sequence[int], state: Optional[LSTMState] = None
     ) -> Tuple[TokenRows, List[torch.Tensor], LSTMState]:
-        """The LSTMs over rows given as indices into a token table (without autograd in eval mode).
+        """The LSTMs over rows of a token table (without autograd in eval mode); LM training calls it directly.
 
-        tokens: the distinct tokens; index value 0 is <S>, 1 is </S>, 2 + i is
-            tokens[i].
-        index: (2, batch, time): direction 0 in reading order, direction 1 in
-            its own processing order (for sentences, each row reversed).
-        Returns the inputs (the token table and the index), each layer's
-        output in processing order, and every row's final state. Language-model
-        training uses this directly, with a different input per direction.
+        index (2, batch, time): rows of [<S>, </S>] + tokens, direction 0 in
+        reading order, direction 1 in its own processing order. Returns the
+        inputs, each layer's output in processing order and each row's final state.
         """
         with torch.set_grad_enabled(self.training and torch.is_grad_enabled()):
             token_vectors = self.encode_tokens(list(tokens))
@@ -253,35 +230,18 @@ class BiLM(nn.Module):
             self._carried = final if carried is None else final.splice(carried, final.batch)
         return rows, outputs, final
 
-    # -- bulk inference ----------------------------------------------------------------
-    def embed(
-        self,
-        sentences: Sequence[Sequence[str]],
-        batch_tokens: int = EMBED_BATCH_TOKENS,
-        max_batch_sentences: int = EMBED_BATCH_SENTENCES,
-        precision: str = "float32",
-    ) -> List[numpy.ndarray]:
-        """(L+1, n_tokens, width) float32 arrays, in input order, without grad.
-
-        Sentences are sorted by length and batched by a token budget; the
-        result does not depend on the batching (default, non-stateful mode).
-        precision: "float32", or "bfloat16" / "float16" autocast.
-        """
+    # -- bulk inference (engine/bulk.py) ---------------------------------------------
+    def embed(self, sentences: Sequence[Sequence[str]], batch_tokens: int = EMBED_BATCH_TOKENS,
+              max_batch_sentences: int = EMBED_BATCH_SENTENCES, precision: str = "float32") -> List[numpy.ndarray]:
+        """(L+1, n_tokens, width) float32 arrays in input order, batched by length (the result does not
+        depend on the batching). precision: "float32", or "bfloat16" / "float16" autocast."""
         return bulk.embed(self, sentences, batch_tokens, max_batch_sentences, precision)
 
     def embed_batches(
-        self,
-        sentences: Sequence[Sequence[str]],
-        batch_tokens: int = EMBED_BATCH_TOKENS,
-        max_batch_sentences: int = EMBED_BATCH_SENTENCES,
-        precision: str = "float32",
+        self, sentences: Sequence[Sequence[str]], batch_tokens: int = EMBED_BATCH_TOKENS,
+        max_batch_sentences: int = EMBED_BATCH_SENTENCES, precision: str = "float32",
     ) -> Iterator[Tuple[List[int], List[numpy.ndarray]]]:
-        """Like `embed`, yielding (input positions, arrays) one batch at a time.
-
-        A sentence that occurs more than once is computed once (its layers do
-        not depend on the batch, so every occurrence gets the same numbers);
-        each occurrence gets its own array.
-        """
+        """Like `embed`, yielding (input positions, arrays) per batch; a repeated sentence is computed once."""
         return bulk.embed_batches(self, sentences, batch_tokens, max_batch_sentences, precision)
 
 

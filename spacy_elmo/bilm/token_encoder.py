@@ -22,10 +22,8 @@ if TYPE_CHECKING:
 class CharCNNEncoder(nn.Module):
     """Character ids (n, max_chars) [+ word-table ids (n,)] -> token vectors (n, output_dim).
 
-    With a word table (`config.has_word_table`) the projection reads
-    [highway(char CNN); table row]: the table's `word_table_rows` pretrained
-    rows (`word_table`, frozen unless `word_table_trainable`), then its
-    learned rows (`word_specials`: boundaries, unknown words).
+    With a word table the projection reads [highway(char CNN); table row]:
+    `word_table` (pretrained), then `word_specials` (learned) rows.
     """
 
     def __init__(self, config: BiLMConfig, engine: Optional["Engine"] = None) -> None:

@@ -16,13 +16,8 @@ TABLE_SPECIALS = ("<S>", "</S>", "<UNK>")
 
 @dataclass
 class WordTableVocabulary:
-    """Words of a word table, in row order, and how tokens are looked up.
-
-    `specials` are names of learned rows that follow the words (row
-    len(words) + i); `bos`, `eos` and `unknown` name rows among words or
-    specials. `lowercase` lower-cases a token before the lookup;
-    `truncate_chars` cuts it to that many characters first.
-    """
+    """Words of a word table in row order, then `specials` (learned rows; `bos`, `eos`, `unknown` name
+    rows of either). A token is cut to `truncate_chars` and lower-cased (`lowercase`) before the lookup."""
 
     words: List[str]
     specials: List[str] = field(default_factory=lambda: list(TABLE_SPECIALS))

@@ -29,7 +29,7 @@ def test_sampled_softmax_matches_reference_formula():
     head.reset_parameters(torch.Generator().manual_seed(1))
     hidden = torch.randn(20, 8)
     targets = torch.randint(0, 30, (20,))  # frequent ids: accidental hits happen
-    ours = head.loss(hidden, targets, torch.Generator().manual_seed(5))
+    ours = head.nll(hidden, targets, torch.Generator().manual_seed(5)).sum()
     ref = _reference_sampled(head, hidden, targets, torch.Generator().manual_seed(5))
     torch.testing.assert_close(ours, ref, rtol=1e-5, atol=1e-4)
 
@@ -38,7 +38,7 @@ def test_full_softmax_loss_equals_log_prob():
     head = SoftmaxHead(50, 4, kind="full")
     head.reset_parameters(torch.Generator().manual_seed(0))
     hidden, targets = torch.randn(7, 4), torch.randint(0, 50, (7,))
-    torch.testing.assert_close(head.loss(hidden, targets), -head.log_prob(hidden, targets).sum())
+    torch.testing.assert_close(head.nll(hidden, targets).sum(), -head.log_prob(hidden, targets).sum())
 
 
 def test_adaptive_head_runs_and_is_normalised():
@@ -47,7 +47,7 @@ def test_adaptive_head_runs_and_is_normalised():
     hidden = torch.randn(3, 8)
     total = torch.stack([head.log_prob(hidden, torch.full((3,), v)).exp() for v in range(100)]).sum(0)
     torch.testing.assert_close(total, torch.ones(3), rtol=1e-4, atol=1e-4)
-    assert head.loss(hidden, torch.tensor([1, 50, 99])) > 0
+    assert head.nll(hidden, torch.tensor([1, 50, 99])).sum() > 0
 
 
 def test_sampled_softmax_gradients_match_reference_formula():
@@ -57,7 +57,7 @@ def test_sampled_softmax_gradients_match_reference_formula():
         head.bias.normal_(0.0, 0.5, generator=torch.Generator().manual_seed(2))
     hidden = torch.randn(20, 8, generator=torch.Generator().manual_seed(3), requires_grad=True)
     targets = torch.randint(0, 30, (20,), generator=torch.Generator().manual_seed(4))
-    head.loss(hidden, targets, torch.Generator().manual_seed(5)).backward()
+    head.nll(hidden, targets, torch.Generator().manual_seed(5)).sum().backward()
     ours = [hidden.grad, head.weight.grad, head.bias.grad]
     hidden.grad, head.weight.grad, head.bias.grad = None, None, None
     _reference_sampled(head, hidden, targets, torch.Generator().manual_seed(5)).backward()

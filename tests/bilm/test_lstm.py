@@ -2,17 +2,17 @@
 import pytest
 import torch
 
-from spacy_elmo.bilm import LSTMState, TokenRows
-from spacy_elmo.bilm.engine import backends
-from tests.bilm.stacks import needs, small_stack
+from spacy_elmo.bilm import LSTMState
+from spacy_elmo.bilm.engine import backends, make_engine
+from tests.bilm.stacks import dense_rows, needs, small_stack
 
 
 _stack = small_stack
 
 
 def _run(stack, backend, x, lengths, h0, c0):
-    stack.backend = backend
-    outs, final = stack(TokenRows.dense(x), lengths, LSTMState(tuple(h0), tuple(c0)))
+    stack.engine = make_engine(backend)
+    outs, final = stack(dense_rows(x), lengths, LSTMState(tuple(h0), tuple(c0)))
     w = torch.linspace(-1, 1, outs[-1].numel(), dtype=torch.double).view_as(outs[-1])
     loss = (outs[-1] * w).sum() + (outs[0] ** 2).sum()
     loss = loss + sum((h ** 3).sum() for h in final.h) + sum((0.7 * c).sum() for c in final.c)
@@ -43,7 +43,7 @@ def test_gradcheck(backend):
     x = torch.randn(2, 3, 3, 4, dtype=torch.double, requires_grad=True)
 
     def fn(inputs):
-        outs, final = stack(TokenRows.dense(inputs), lengths)
+        outs, final = stack(dense_rows(inputs), lengths)
         return outs[-1].sum() + final.h[0].sum() + final.c[1].sum()
 
     assert torch.autograd.gradcheck(fn, (x,), eps=1e-6, atol=1e-5)
@@ -57,17 +57,17 @@ def test_final_state_is_each_rows_last_step_and_padding_is_zero(backend):
     lengths = [6, 2, 4]
     for mode in (True, False):  # training and inference
         stack.train(mode)
-        outs, final = stack(TokenRows.dense(x), lengths)
+        outs, final = stack(dense_rows(x), lengths)
         _check_final_states(outs, final, lengths)
 
 
 def test_eval_mode_records_nothing_for_autograd():
     stack = _stack(backend="mkl").eval()
     x = torch.randn(2, 3, 6, 4, dtype=torch.double, requires_grad=True)
-    outs, final = stack(TokenRows.dense(x), [6, 2, 4])
+    outs, final = stack(dense_rows(x), [6, 2, 4])
     assert not any(t.requires_grad for t in (*outs, *final.h, *final.c))
     stack.train()
-    outs, _ = stack(TokenRows.dense(x), [6, 2, 4])
+    outs, _ = stack(dense_rows(x), [6, 2, 4])
     assert outs[-1].requires_grad
 
 

@@ -1,4 +1,4 @@
-"""Bulk inference: many sentences through a biLM, batched by length, without gradients.
+"""Bulk inference: many sentences through a biLM (or scored by its LM), batched by length, without gradients.
 
 Sentences are sorted by length and cut into batches under a token budget
 (`length_sorted_batches`): per timestep the LSTM multiplies one row per
@@ -13,6 +13,7 @@ import numpy
 import torch
 
 if TYPE_CHECKING:
+    from ..language_model import LanguageModel
     from ..model import BiLM
 
 # 8k tokens / 512 sentences per batch: a bounded peak memory and tall products
@@ -96,4 +97,27 @@ def length_sorted_batches(lengths: Sequence[int], batch_tokens: int, max_batch_s
         yield batch
 
 
-__all__ = ["EMBED_BATCH_SENTENCES", "EMBED_BATCH_TOKENS", "embed", "embed_batches", "length_sorted_batches"]
+def perplexity(lm: "LanguageModel", sentences: Sequence[Sequence[str]], batch_tokens: int = 4096) -> Dict[str, float]:
+    """Forward, backward and mean perplexity of whole sentences (exact softmax; see `LanguageModel.perplexity`)."""
+    from ..language_model import sentence_batch  # the language model imports this module
+
+    was_training = lm.training
+    lm.eval()
+    totals, count = numpy.zeros(2), 0
+    try:
+        with torch.no_grad():
+            for positions in length_sorted_batches([len(s) for s in sentences], batch_tokens, 512):
+                losses, counts, _ = lm(sentence_batch([sentences[i] for i in positions], lm.vocab), exact=True)
+                totals += losses.double().cpu().numpy()
+                count += int(counts[0])
+    finally:
+        lm.train(was_training)
+    if count == 0:
+        return {"forward": float("nan"), "backward": float("nan"), "mean": float("nan"), "tokens": 0}
+    forward, backward = numpy.exp(totals / count)
+    mean = numpy.exp(totals.sum() / (2 * count))
+    return {"forward": float(forward), "backward": float(backward), "mean": float(mean), "tokens": int(count)}
+
+
+__all__ = ["EMBED_BATCH_SENTENCES", "EMBED_BATCH_TOKENS", "embed", "embed_batches", "length_sorted_batches",
+           "perplexity"]

@@ -1,7 +1,8 @@
 """The biLM's inference shortcuts: the token cache and the boundary steps computed once.
 
-Both give the bits of the plain computation (eval-mode `BiLM.forward` with
-the boundaries kept), with less work:
+`enable_cache` gives the biLM a token cache (`token_cache.py`), with words
+computed in advance where given. The two shortcuts give the bits of the plain
+computation (eval-mode `BiLM.forward` with the boundaries kept), with less work:
 
 * `encode_tokens`: tokens already in the biLM's token cache are copied from
   it, only the others go through the token encoder. `<S>` and `</S>` are
@@ -15,16 +16,29 @@ the boundaries kept), with less work:
   run. A row's numbers do not depend on the other rows of its products
   (product_rows.py), so they are those of the full run, bit for bit.
 """
-from typing import TYPE_CHECKING, Sequence
+from typing import TYPE_CHECKING, Optional, Sequence
 
 import torch
 
 from ..layout import BOS_ROW, EOS_ROW, BiLMOutput, index_rows, stack_layers
 from ..lstm import LSTMState, TokenRows
+from .token_cache import TokenCache
 from .weights_key import weights_key
 
 if TYPE_CHECKING:
     from ..model import BiLM
+
+
+def enable_cache(bilm: "BiLM", max_size: int, words: Optional[Sequence[str]], max_bytes: Optional[int]) -> TokenCache:
+    """A token cache for `bilm` (see `BiLM.enable_cache`), `words` computed now and pinned."""
+    cache = bilm.token_cache = TokenCache(max_size=max_size, learn=max_size > 0, max_bytes=max_bytes)
+    cache.validate(weights_key(bilm, bilm.backend))
+    words = list(dict.fromkeys(words or []))
+    with torch.no_grad():
+        for start in range(0, len(words), 4096):
+            chunk = words[start : start + 4096]
+            cache.pin(chunk, bilm.encode_uncached(chunk, with_boundaries=False))
+    return cache
 
 
 def encode_tokens(bilm: "BiLM", tokens: Sequence[str]) -> torch.Tensor:

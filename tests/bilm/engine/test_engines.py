@@ -79,6 +79,6 @@ def test_setting_the_backend_reaches_every_part_and_clears_computed_values(allen
     assert allennlp_bilm._start is not None and allennlp_bilm.engine._kept
     allennlp_bilm.backend = "reference"
     assert allennlp_bilm.lstm.engine is allennlp_bilm.token_encoder.engine is allennlp_bilm.engine
-    assert allennlp_bilm.engine.name == allennlp_bilm.lstm.backend == "reference"
+    assert allennlp_bilm.engine.name == allennlp_bilm.lstm.engine.name == "reference"
     assert allennlp_bilm._start is None and not allennlp_bilm.engine._kept
     assert allennlp_bilm.token_cache is not None and not len(allennlp_bilm.token_cache)

@@ -7,8 +7,8 @@ import pytest
 import torch
 
 from spacy_elmo.bilm import LSTMState, TokenRows
-from spacy_elmo.bilm.engine import backends, base, loops
-from tests.bilm.stacks import needs, small_stack
+from spacy_elmo.bilm.engine import backends, base, loops, make_engine
+from tests.bilm.stacks import dense_rows, needs, small_stack
 
 
 def _stack(*args, **kwargs):
@@ -31,8 +31,8 @@ def test_inference_equals_the_training_loop_in_double():
             tuple(torch.randn(2, 5, 4, dtype=torch.double) for _ in range(2)),
             tuple(torch.randn(2, 5, 8, dtype=torch.double) for _ in range(2)),
         )
-        a, final_a = stack.eval()(TokenRows.dense(x), lengths, state)
-        b, final_b = stack.train()(TokenRows.dense(x.clone().requires_grad_()), lengths, state)
+        a, final_a = stack.eval()(dense_rows(x), lengths, state)
+        b, final_b = stack.train()(dense_rows(x.clone().requires_grad_()), lengths, state)
         for p, q in zip([*a, *final_a.h, *final_a.c], [*b, *final_b.h, *final_b.c]):
             torch.testing.assert_close(p, q.detach(), rtol=0, atol=1e-12)
         assert torch.equal(final_a.h[0][:, 2], state.h[0][:, 2])  # an empty row keeps its state
@@ -63,9 +63,9 @@ def test_every_backend_computes_the_reference_recurrence(backend, monkeypatch):
     for name in ("mkl_step", "onednn_step", "kernel_step"):
         monkeypatch.setattr(loops, name, counted(name, getattr(loops, name)))
     monkeypatch.setattr(loops, "kernel_table_step", counted("table", loops.kernel_table_step))
-    stack.backend = "reference"
+    stack.engine = make_engine("reference")
     expected, final_expected = stack(rows, lengths, state)
-    stack.backend = backend
+    stack.engine = make_engine(backend)
     got, final_got = stack(rows, lengths, state)
     expected_steps = {"mkl": {"mkl_step"}, "onednn": {"onednn_step"}, "onednn+kernel": {"kernel_step", "table"}}
     assert set(calls) == expected_steps[backend]
@@ -76,7 +76,7 @@ def test_every_backend_computes_the_reference_recurrence(backend, monkeypatch):
 
 def test_token_rows_and_dense_inputs_agree():
     rows = _float_case()[1]
-    dense = TokenRows.dense(rows.gather())
+    dense = dense_rows(rows.gather())
     assert torch.equal(dense.gather(), rows.gather())
     stack, _, lengths, state = _float_case()
     a, _ = stack(rows, lengths, state)
@@ -92,7 +92,7 @@ def test_first_layer_reads_the_table_only_on_onednn_kernel(monkeypatch):
     real = loops.table_products
     monkeypatch.setattr(loops, "table_products", lambda *a: calls.append(a[0].shape[0]) or real(*a))
     for backend in backends.BACKENDS:
-        stack.backend = backend
+        stack.engine = make_engine(backend)
         stack(rows, lengths, state)
     assert calls == [7, 7]  # onednn+kernel's first layer, once per direction, one product per table row
 
@@ -113,7 +113,7 @@ def test_table_products_are_the_same_bits_in_any_chunking():
 # -- inference weights kept between calls ------------------------------------------------
 def test_inference_weights_are_kept_and_follow_weight_changes(monkeypatch):
     stack = _stack().float()
-    rows = TokenRows.dense(torch.randn(2, 5, 9, 4))
+    rows = dense_rows(torch.randn(2, 5, 9, 4))
     lengths = [9, 9, 4, 2, 1]
     stack(rows, lengths)
     kept = _kept(stack, 0)
@@ -127,7 +127,7 @@ def test_inference_weights_are_kept_and_follow_weight_changes(monkeypatch):
     for p, q in zip(changed, reference):
         torch.testing.assert_close(p, q.detach(), rtol=0, atol=1e-6)
     stack.eval()
-    stack.backend = "mkl"
+    stack.engine = make_engine("mkl")
     stack(rows, lengths)
     assert _kept(stack, 0)[0].gates.shape == (8, 32)  # PyTorch's (in, out) layout now
     stack.clear_inference_cache()
@@ -140,10 +140,10 @@ def test_inference_weights_are_kept_and_follow_weight_changes(monkeypatch):
 def test_first_layer_input_packs_only_where_the_kernel_reads_them():
     needs("onednn+kernel")
     stack, rows, lengths, state = _float_case()
-    stack.backend = "onednn"
+    stack.engine = make_engine("onednn")
     stack(rows, lengths, state)
     assert _kept(stack, 0)[0].input is None
-    stack.backend = "onednn+kernel"
+    stack.engine = make_engine("onednn+kernel")
     stack(rows, lengths, state)  # another engine: its own weights, with the packs
     assert _kept(stack, 0)[0].input is not None
     assert _kept(stack, 1)[0].input is None  # never for the upper layers
@@ -159,7 +159,7 @@ def test_clear_cache_drops_the_kept_inference_weights(allennlp_bilm):
 def test_a_stack_with_kept_weights_copies_and_pickles():
     """oneDNN's packed tensors cannot be copied or pickled: they are left behind."""
     stack = _stack().float()
-    rows = TokenRows.dense(torch.randn(2, 3, 5, 4))
+    rows = dense_rows(torch.randn(2, 3, 5, 4))
     expected, _ = stack(rows, [5, 3, 1])
     assert stack.engine._kept
     for clone in (copy.deepcopy(stack), pickle.loads(pickle.dumps(stack))):

@@ -2,9 +2,10 @@
 import pytest
 import torch
 
-from spacy_elmo.bilm import BiLMConfig, BiLSTMStack, LSTMState, TokenRows
-from spacy_elmo.bilm.engine import backends, cell_kernel
+from spacy_elmo.bilm import BiLMConfig, BiLSTMStack, LSTMState
+from spacy_elmo.bilm.engine import backends, cell_kernel, make_engine
 from spacy_elmo.bilm.engine.recurrence import PackPlan
+from tests.bilm.stacks import dense_rows
 
 
 def _stack(hidden, proj, clips, dtype, skip=True):
@@ -18,8 +19,8 @@ def _stack(hidden, proj, clips, dtype, skip=True):
 
 
 def _loss_and_grads(stack, backend, inputs, lengths, state, wrt=()):
-    stack.backend = backend
-    outs, final = stack(TokenRows.dense(inputs), lengths.tolist(), state)
+    stack.engine = make_engine(backend)
+    outs, final = stack(dense_rows(inputs), lengths.tolist(), state)
     w = torch.linspace(-1, 1, outs[-1].numel(), dtype=inputs.dtype).view_as(outs[-1])
     loss = (outs[-1] * w).sum() + (outs[0] ** 2).sum()
     loss = loss + sum((h ** 3).sum() for h in final.h) + sum(c.sum() for c in final.c)
@@ -72,7 +73,7 @@ def test_training_path_equals_autograd_in_float32(hidden, proj, clips, kernel, m
 def test_backward_can_run_twice_on_a_retained_graph():
     stack = _stack(16, 8, (0.5, 0.3), torch.float32)
     x = torch.randn(2, 3, 5, 8, requires_grad=True)
-    outs, _ = stack(TokenRows.dense(x), [5, 2, 4])
+    outs, _ = stack(dense_rows(x), [5, 2, 4])
     loss = outs[-1].square().sum()
     (first,) = torch.autograd.grad(loss, x, retain_graph=True)
     (second,) = torch.autograd.grad(loss, x)
