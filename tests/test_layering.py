@@ -21,7 +21,7 @@ WITHOUT_SPACY = [
     "spacy_elmo.bilm",
     "spacy_elmo.bilm.model",
     "spacy_elmo.bilm.language_model",
-    "spacy_elmo.bilm.token_vocab",
+    "spacy_elmo.bilm.vocab",
     "spacy_elmo.io",
     "spacy_elmo.io.manylangs",
     "spacy_elmo.io.sources",

@@ -8,6 +8,7 @@ from common import ewt_sentences, random_model, table
 def run(args) -> str:
     from torch.profiler import ProfilerActivity, profile, record_function
 
+    from spacy_elmo.bilm import token_encoder
     from spacy_elmo.bilm.engine import loops
 
     model = random_model("small")
@@ -29,7 +30,7 @@ def run(args) -> str:
 
         setattr(obj, name, timed)
 
-    wrap(model.token_encoder, "pool", "char CNN (conv + max-pool)")
+    wrap(token_encoder, "max_pooled_convolutions", "char CNN (conv + max-pool)")
     wrap(loops, "run_layer", "LSTM layers (both directions)")
     wrap(model, "encode_tokens", "token encoder total (CNN + highway + proj)")
     try:

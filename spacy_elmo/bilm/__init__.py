@@ -1,9 +1,5 @@
-"""The biLM in pure PyTorch: no spaCy import anywhere below this package.
-
-The model (config, vocabularies and character ids, token encoder, the LSTMs
-as written, the language-model heads and loss) lives in this package's
-modules; how it is computed fast lives in `engine/` (docs/internals.md).
-"""
+"""The biLM in pure PyTorch, no spaCy: the model in this package's modules, its speed paths in `engine/`
+(docs/internals.md draws both)."""
 from .char_ids import CharDictionary, CharIdEncoder, batch_to_ids, token_to_char_ids
 from .config import BiLMConfig, OptionsError
 from .engine import BACKENDS, BackendError

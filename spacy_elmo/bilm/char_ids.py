@@ -9,7 +9,7 @@ begin slot with `<eow>` and its end slot with `<bow>` (`swap_word_ends`).
 A literal "<S>" is an ordinary token unless `boundary_strings` (the reference's parity mode).
 """
 from dataclasses import asdict, dataclass
-from typing import Any, Dict, Iterable, List, Optional, Sequence
+from typing import Any, Dict, Iterable, List, Optional, Sequence, Union
 
 import numpy
 
@@ -54,12 +54,15 @@ class CharDictionary:
 
 def token_to_char_ids(token: str, max_chars: int = 50) -> numpy.ndarray:
     """The (max_chars,) int64 byte ids of one token; a lone surrogate (spaCy can hold one) keeps its bytes."""
+    return _row(_byte_ids(token, max_chars), BOW_CHAR + SHIFT, EOW_CHAR + SHIFT, PAD_ID, max_chars)
+
+
+def _byte_ids(token: str, max_chars: int) -> numpy.ndarray:
     data = token.encode("utf-8", errors="surrogatepass")[: max_chars - 2]
-    ids = numpy.frombuffer(data, dtype=numpy.uint8).astype(numpy.int64) + SHIFT
-    return _row(ids, BOW_CHAR + SHIFT, EOW_CHAR + SHIFT, PAD_ID, max_chars)
+    return numpy.frombuffer(data, dtype=numpy.uint8).astype(numpy.int64) + SHIFT
 
 
-def _row(ids: Sequence[int], begin: int, end: int, pad: int, max_chars: int) -> numpy.ndarray:
+def _row(ids: Union[Sequence[int], numpy.ndarray], begin: int, end: int, pad: int, max_chars: int) -> numpy.ndarray:
     row = numpy.full(max_chars, pad, dtype=numpy.int64)
     row[0] = begin
     row[1 : 1 + len(ids)] = ids
@@ -70,9 +73,8 @@ def _row(ids: Sequence[int], begin: int, end: int, pad: int, max_chars: int) -> 
 class CharIdEncoder:
     """Maps tokens to char-id rows (bytes, or a dictionary's); `bos` and `eos` are the boundaries' rows."""
 
-    def __init__(
-        self, max_chars: int = 50, boundary_strings: bool = False, dictionary: Optional[CharDictionary] = None
-    ) -> None:
+    def __init__(self, max_chars: int = 50, boundary_strings: bool = False,
+                 dictionary: Optional[CharDictionary] = None) -> None:
         self.max_chars = max_chars
         self.dictionary = dictionary
         if dictionary is None:
@@ -88,7 +90,7 @@ class CharIdEncoder:
         self.boundary_strings = boundary_strings
         self._cache: Dict[str, numpy.ndarray] = {}
 
-    def _frozen_row(self, ids: Sequence[int]) -> numpy.ndarray:
+    def _frozen_row(self, ids: Union[Sequence[int], numpy.ndarray]) -> numpy.ndarray:
         row = _row(ids, self.begin, self.end, self.pad_id, self.max_chars)
         row.flags.writeable = False  # rows are shared between calls
         return row
@@ -100,8 +102,7 @@ class CharIdEncoder:
         row = self._cache.get(token)
         if row is None:
             if self.dictionary is None:
-                row = token_to_char_ids(token, self.max_chars)
-                row.flags.writeable = False
+                row = self._frozen_row(_byte_ids(token, self.max_chars))
             else:
                 index, unknown = self.dictionary.index, self.unknown_id
                 row = self._frozen_row([index.get(char, unknown) for char in token[: self.max_chars - 2]])

@@ -3,7 +3,7 @@
 Invalid combinations raise `OptionsError` listing every problem; the
 published `options.json` form is a weight-format concern (`io/options.py`).
 """
-from dataclasses import asdict, dataclass, replace
+from dataclasses import asdict, dataclass
 from typing import Any, Dict, Optional, Tuple
 
 
@@ -63,10 +63,8 @@ class BiLMConfig:
                 if width < 1 or n < 1:
                     problems.append(f"invalid filter ({width}, {n}): width and count must be >= 1")
                 if width > self.max_characters_per_token:
-                    problems.append(
-                        f"filter width {width} exceeds max_characters_per_token "
-                        f"{self.max_characters_per_token}"
-                    )
+                    problems.append(f"filter width {width} exceeds max_characters_per_token "
+                                    f"{self.max_characters_per_token}")
             if self.characters not in ("bytes", "dictionary"):
                 problems.append(f"characters must be 'bytes' or 'dictionary', got {self.characters!r}")
             elif self.characters == "bytes" and self.n_characters not in (261, 262):
@@ -118,9 +116,6 @@ class BiLMConfig:
     def n_output_layers(self) -> int:
         """L + 1: the token layer plus one per LSTM layer."""
         return self.n_layers + 1
-
-    def replace(self, **changes: Any) -> "BiLMConfig":
-        return replace(self, **changes)
 
     # -- native form: a flat, JSON-friendly dict ---------------------------------
     def to_dict(self) -> Dict[str, Any]:

@@ -19,10 +19,6 @@ class BiLMOutput:
     layers: torch.Tensor
     lengths: torch.Tensor
 
-    def mask(self) -> torch.Tensor:
-        time = self.layers.shape[2]
-        return torch.arange(time, device=self.lengths.device)[None, :] < self.lengths[:, None]
-
     def unpadded(self) -> List[torch.Tensor]:
         """Per row: (L+1, length, width)."""
         return [self.layers[:, i, :n] for i, n in enumerate(self.lengths.tolist())]

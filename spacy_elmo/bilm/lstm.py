@@ -94,9 +94,8 @@ class BiLSTMStack(nn.Module):
                 self.weight_proj[layer].uniform_(-bound, bound, generator=generator)
 
     def zero_state(self, batch_size: int, like: torch.Tensor) -> LSTMState:
-        h = tuple(like.new_zeros((2, batch_size, self.proj)) for _ in range(self.n_layers))
-        c = tuple(like.new_zeros((2, batch_size, self.hidden)) for _ in range(self.n_layers))
-        return LSTMState(h, c)
+        return LSTMState(tuple(like.new_zeros((2, batch_size, self.proj)) for _ in range(self.n_layers)),
+                         tuple(like.new_zeros((2, batch_size, self.hidden)) for _ in range(self.n_layers)))
 
     @property
     def clips(self) -> Tuple[float, float]:
@@ -117,10 +116,6 @@ class BiLSTMStack(nn.Module):
             return self.engine.train_stack(self, rows, lengths, state)
         with torch.no_grad():
             return self.engine.infer_stack(self, rows, lengths, state)
-
-    def clear_inference_cache(self) -> None:
-        """Drop the engine's kept inference weights (rebuilt when a weight changes anyway)."""
-        self.engine.clear()
 
 
 def forget_offset(hidden: int, like: torch.Tensor) -> torch.Tensor:

@@ -26,22 +26,15 @@ from .engine.weights_key import WeightsKey
 from .layout import BiLMOutput, index_rows, stack_layers
 from .lstm import BiLSTMStack, LSTMState, TokenRows
 from .token_encoder import CharCNNEncoder, WordEncoder
-from .token_vocab import WordTableVocabulary
-from .vocab import Vocabulary
+from .vocab import Vocabulary, WordTableVocabulary
 
 
 class BiLM(nn.Module):
     """ELMo's biLM. `forward` takes sentences as lists of token strings."""
 
-    def __init__(
-        self,
-        config: BiLMConfig,
-        vocab: Optional[Vocabulary] = None,
-        boundary_strings: bool = False,
-        backend: str = AUTO,
-        word_table_vocab: Optional[WordTableVocabulary] = None,
-        char_dictionary: Optional[CharDictionary] = None,
-    ) -> None:
+    def __init__(self, config: BiLMConfig, vocab: Optional[Vocabulary] = None, boundary_strings: bool = False,
+                 backend: str = AUTO, word_table_vocab: Optional[WordTableVocabulary] = None,
+                 char_dictionary: Optional[CharDictionary] = None) -> None:
         """`boundary_strings`: the literal tokens "<S>" and "</S>" are boundaries, as in the reference.
         `backend`: the engine that computes it (engine/). `word_table_vocab`, `char_dictionary`:
         the token layer's vocabularies, where the config has a word table or a character dictionary."""
@@ -59,10 +52,8 @@ class BiLM(nn.Module):
             self.token_encoder.pad_id = self.char_encoder.pad_id
         else:
             if vocab is None or len(vocab) != config.n_tokens_vocab:
-                raise ValueError(
-                    "a word-input biLM needs its vocabulary of n_tokens_vocab="
-                    f"{config.n_tokens_vocab} words, got {None if vocab is None else len(vocab)}"
-                )
+                raise ValueError(f"a word-input biLM needs its vocabulary of n_tokens_vocab={config.n_tokens_vocab} "
+                                 f"words, got {None if vocab is None else len(vocab)}")
             self.token_encoder = WordEncoder(config)
         self.input_vocab = vocab if not config.use_character_inputs else None
         self.lstm = BiLSTMStack(config, engine=self.engine)
@@ -98,14 +89,12 @@ class BiLM(nn.Module):
 
     def set_word_table(self, vectors: torch.Tensor) -> None:
         """Fill the word table's pretrained rows (word_table_rows, word_table_dim)."""
-        encoder = self.token_encoder
-        if not isinstance(encoder, CharCNNEncoder) or not encoder.has_table:
-            raise ValueError("this biLM has no word table")
-        if tuple(vectors.shape) != tuple(encoder.word_table.shape):
-            expected = tuple(encoder.word_table.shape)
-            raise ValueError(f"word table vectors: expected shape {expected}, got {tuple(vectors.shape)}")
+        table = getattr(self.token_encoder, "word_table", None)
+        if table is None or tuple(vectors.shape) != tuple(table.shape):
+            expected = "this biLM has no word table" if table is None else f"expected shape {tuple(table.shape)}"
+            raise ValueError(f"word table vectors of shape {tuple(vectors.shape)}: {expected}")
         with torch.no_grad():
-            encoder.word_table.copy_(vectors)
+            table.copy_(vectors)
 
     # -- setup -------------------------------------------------------------------------
     def reset_parameters(self, seed: Optional[int] = None) -> None:
@@ -146,7 +135,7 @@ class BiLM(nn.Module):
         """Forget computed token vectors, the start state and the engine's kept weights (their memory;
         every call checks them against the weights, but writes through `parameter.data` go unseen)."""
         self._start = None
-        self.lstm.clear_inference_cache()
+        self.engine.clear()
         if self.token_cache is not None:
             self.token_cache.clear()
 

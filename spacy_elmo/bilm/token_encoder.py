@@ -6,17 +6,15 @@ highway layers, projection. The pooled convolutions are computed by
 `engine/char_convolution.py`, which skips the windows of pure padding.
 """
 import math
-from typing import TYPE_CHECKING, Optional
+from typing import Optional
 
 import torch
 from torch import nn
 
 from .char_ids import PAD_ID
 from .config import BiLMConfig
+from .engine import Engine, make_engine
 from .engine.char_convolution import max_pooled_convolutions
-
-if TYPE_CHECKING:
-    from .engine import Engine
 
 
 class CharCNNEncoder(nn.Module):
@@ -26,53 +24,37 @@ class CharCNNEncoder(nn.Module):
     `word_table` (pretrained), then `word_specials` (learned) rows.
     """
 
-    def __init__(self, config: BiLMConfig, engine: Optional["Engine"] = None) -> None:
-        """`engine` computes the dense products in eval mode (BiLM passes its own;
-        default: the best available here)."""
+    def __init__(self, config: BiLMConfig, engine: Optional[Engine] = None) -> None:
+        """`engine` computes the dense products in eval mode (default: the best available here)."""
         super().__init__()
-        if engine is None:
-            from .engine import make_engine  # the engine package imports the model's modules
-
-            engine = make_engine()
-        self.engine = engine
-        self.max_chars = config.max_characters_per_token
-        self.activation = config.activation
-        dim = config.char_embedding_dim
+        self.engine = engine if engine is not None else make_engine()
+        self.max_chars, self.activation = config.max_characters_per_token, config.activation
+        dim, n_filters = config.char_embedding_dim, config.n_filters
         self.widths = [w for w, _ in config.filters]
-        self.max_width = max(self.widths)
-        # row 0 = absent token (always zero); rows 1..261 = the published table (bytes),
-        # or 1..n_characters = a character dictionary's entries
-        n_rows = 262 if config.characters == "bytes" else config.n_characters + 1
-        self.char_embed = nn.Parameter(torch.zeros(n_rows, dim))
+        self.max_width, self.n_filters = max(self.widths), n_filters
+        # row 0 = absent token (always zero); rows 1..261 = bytes, or 1..n_characters = a dictionary's entries
+        n_chars = 262 if config.characters == "bytes" else config.n_characters + 1
+        self.char_embed = nn.Parameter(torch.zeros(n_chars, dim))
         self.pad_id = PAD_ID  # a character dictionary has its own (BiLM sets it)
         self.conv_weights = nn.ParameterList([nn.Parameter(torch.zeros(w, dim, n)) for w, n in config.filters])
         self.conv_biases = nn.ParameterList([nn.Parameter(torch.zeros(n)) for _, n in config.filters])
-        n_filters = config.n_filters
         # highway: columns [:F] transform, [F:] carry (multiplies the transform)
-        self.highways = nn.ParameterList()
-        self.highway_biases = nn.ParameterList()
-        for _ in range(config.n_highway):
-            self.highways.append(nn.Parameter(torch.zeros(n_filters, 2 * n_filters)))
-            self.highway_biases.append(nn.Parameter(torch.zeros(2 * n_filters)))
-        self.n_filters = n_filters
-        self.table_rows = config.word_table_rows
-        self.has_table = config.has_word_table
+        self.highways = nn.ParameterList([nn.Parameter(torch.zeros(n_filters, 2 * n_filters))
+                                          for _ in range(config.n_highway)])
+        self.highway_biases = nn.ParameterList([nn.Parameter(torch.zeros(2 * n_filters))
+                                                for _ in range(config.n_highway)])
+        self.table_rows, self.has_table = config.word_table_rows, config.has_word_table
         if self.has_table:
             dim_v = config.word_table_dim
-            self.word_table = nn.Parameter(
-                torch.zeros(config.word_table_rows, dim_v), requires_grad=config.word_table_trainable
-            )
+            self.word_table = nn.Parameter(torch.zeros(self.table_rows, dim_v), config.word_table_trainable)
             self.word_specials = nn.Parameter(torch.zeros(config.word_table_specials, dim_v))
-        proj_in = n_filters + config.word_table_dim
         self.has_projection = self.has_table or n_filters != config.projection_dim
         if self.has_projection:
-            self.proj_weight = nn.Parameter(torch.zeros(proj_in, config.projection_dim))
+            self.proj_weight = nn.Parameter(torch.zeros(n_filters + config.word_table_dim, config.projection_dim))
             self.proj_bias = nn.Parameter(torch.zeros(config.projection_dim))
         self.output_dim = config.projection_dim
-        # per-filter last valid window start: a width-w window must fit in max_chars
-        last_start = torch.tensor(
-            [self.max_chars - w for w, n in config.filters for _ in range(n)], dtype=torch.long
-        )
+        # per filter, the last start of a window (a width-w window must fit in max_chars)
+        last_start = torch.tensor([self.max_chars - w for w, n in config.filters for _ in range(n)], dtype=torch.long)
         self.last_window_start: torch.Tensor
         self.register_buffer("last_window_start", last_start, persistent=False)
 
@@ -93,8 +75,7 @@ class CharCNNEncoder(nn.Module):
                 # the pretrained rows come from a vector file (`set_word_table`); the learned ones start small
                 self.word_specials.normal_(0.0, 0.1, generator=generator)
             if self.has_projection:
-                fan_in = self.proj_weight.shape[0]
-                self.proj_weight.normal_(0.0, math.sqrt(1.0 / fan_in), generator=generator)
+                self.proj_weight.normal_(0.0, math.sqrt(1.0 / self.proj_weight.shape[0]), generator=generator)
                 self.proj_bias.zero_()
 
     def table_vectors(self, word_ids: torch.Tensor) -> torch.Tensor:
@@ -115,10 +96,7 @@ class CharCNNEncoder(nn.Module):
         if char_ids.shape[0] == 0:
             return self.char_embed.new_zeros((0, self.output_dim))
         pooled = max_pooled_convolutions(self, char_ids)
-        if self.activation == "relu":
-            x = torch.relu(pooled)
-        else:
-            x = torch.tanh(pooled)
+        x = torch.relu(pooled) if self.activation == "relu" else torch.tanh(pooled)
         for weight, bias in zip(self.highways, self.highway_biases):
             h = self.product(bias, x, weight)
             transform = torch.relu(h[:, : self.n_filters])

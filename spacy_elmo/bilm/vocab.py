@@ -1,18 +1,23 @@
-"""The word vocabulary of a language model's softmax (and of word-input encoders).
+"""Word vocabularies: the softmax's (and word-input encoders'), and the token layer's word table's.
 
-Layout as bilm-tf's vocab files: one word per line, `<S>`, `</S>` and `<UNK>`
-present (by convention first). Ids are line numbers.
+`Vocabulary` is laid out as bilm-tf's vocab files: one word per line, `<S>`,
+`</S>` and `<UNK>` present (by convention first); ids are line numbers.
+`WordTableVocabulary` maps a token to a row of the word table, pretrained rows
+first, then learned special rows; how a token becomes its key is part of it,
+because tables differ (GloVe's words are lower-cased, ELMoForManyLangs cuts
+words to `max_characters_per_token - 2` characters).
 """
+from dataclasses import asdict, dataclass, field
 from pathlib import Path
-from typing import Dict, Iterable, List, Sequence, Union
+from typing import Any, Dict, Iterable, List, Optional, Sequence, Union
 
-BOS_TOKEN = "<S>"
-EOS_TOKEN = "</S>"
-UNK_TOKEN = "<UNK>"
+BOS_TOKEN, EOS_TOKEN, UNK_TOKEN = "<S>", "</S>", "<UNK>"
 SPECIAL_TOKENS = (BOS_TOKEN, EOS_TOKEN, UNK_TOKEN)
 
 
 class Vocabulary:
+    """Words with ids; `bos`, `eos` and `unk` are the ids of the special tokens."""
+
     def __init__(self, words: Iterable[str]) -> None:
         self.words: List[str] = []
         self._index: Dict[str, int] = {}
@@ -24,24 +29,19 @@ class Vocabulary:
         missing = [t for t in SPECIAL_TOKENS if t not in self._index]
         if missing:
             raise ValueError(f"vocabulary lacks the special token(s) {missing}")
-        self.bos = self._index[BOS_TOKEN]
-        self.eos = self._index[EOS_TOKEN]
-        self.unk = self._index[UNK_TOKEN]
+        self.bos, self.eos, self.unk = (self._index[t] for t in SPECIAL_TOKENS)
 
     @classmethod
     def from_counts(cls, counts: Dict[str, int], max_size: int, min_count: int = 1) -> "Vocabulary":
         """Specials first, then the most frequent words (ties broken alphabetically)."""
-        ranked = sorted(
-            (w for w, c in counts.items() if c >= min_count and w not in SPECIAL_TOKENS),
-            key=lambda w: (-counts[w], w),
-        )
+        kept = (w for w, c in counts.items() if c >= min_count and w not in SPECIAL_TOKENS)
+        ranked = sorted(kept, key=lambda w: (-counts[w], w))
         return cls(list(SPECIAL_TOKENS) + ranked[: max(0, max_size - len(SPECIAL_TOKENS))])
 
     @classmethod
     def from_file(cls, path: Union[str, Path]) -> "Vocabulary":
         path = Path(path)
-        words = [line.rstrip("\r\n") for line in path.open(encoding="utf-8")]
-        words = [w.strip() for w in words if w.strip()]
+        words = [w.strip() for w in path.read_text(encoding="utf-8").split("\n") if w.strip()]
         try:
             return cls(words)
         except ValueError as err:
@@ -67,4 +67,61 @@ class Vocabulary:
         return [get(w, unk) for w in words]
 
 
-__all__ = ["Vocabulary", "BOS_TOKEN", "EOS_TOKEN", "UNK_TOKEN", "SPECIAL_TOKENS"]
+# the learned special rows of a table built by this package, in this order
+TABLE_SPECIALS = ("<S>", "</S>", "<UNK>")
+
+
+@dataclass
+class WordTableVocabulary:
+    """Words of a word table in row order, then `specials` (learned rows; `bos`, `eos`, `unknown` name
+    rows of either). A token is cut to `truncate_chars` and lower-cased (`lowercase`) before the lookup."""
+
+    words: List[str]
+    specials: List[str] = field(default_factory=lambda: list(TABLE_SPECIALS))
+    bos: str = "<S>"
+    eos: str = "</S>"
+    unknown: str = "<UNK>"
+    lowercase: bool = False
+    truncate_chars: Optional[int] = None
+
+    def __post_init__(self) -> None:
+        self.words, self.specials = list(self.words), list(self.specials)
+        self._index: Dict[str, int] = {}
+        for i, word in enumerate(self.words + self.specials):
+            if word in self._index:
+                raise ValueError(f"word table vocabulary: duplicate entry {word!r}")
+            self._index[word] = i
+        missing = [name for name in (self.bos, self.eos, self.unknown) if name not in self._index]
+        if missing:
+            raise ValueError(f"word table vocabulary: the rows {missing} are neither words nor specials")
+        self.bos_id, self.eos_id, self.unknown_id = (self._index[n] for n in (self.bos, self.eos, self.unknown))
+
+    @property
+    def n_rows(self) -> int:
+        return len(self.words)
+
+    def __len__(self) -> int:
+        return len(self.words) + len(self.specials)
+
+    def key(self, token: str) -> str:
+        if self.truncate_chars is not None:
+            token = token[: self.truncate_chars]
+        return token.lower() if self.lowercase else token
+
+    def encode(self, tokens: Sequence[str]) -> List[int]:
+        get, unknown = self._index.get, self.unknown_id
+        return [get(self.key(token), unknown) for token in tokens]
+
+    def __contains__(self, token: str) -> bool:
+        return self.key(token) in self._index
+
+    def to_dict(self) -> Dict[str, Any]:
+        return asdict(self)
+
+    @classmethod
+    def from_dict(cls, data: Dict[str, Any]) -> "WordTableVocabulary":
+        return cls(**data)
+
+
+__all__ = ["Vocabulary", "WordTableVocabulary", "BOS_TOKEN", "EOS_TOKEN", "UNK_TOKEN", "SPECIAL_TOKENS",
+           "TABLE_SPECIALS"]

@@ -34,7 +34,7 @@ from ..bilm.config import BiLMConfig, OptionsError
 from ..bilm.model import BiLM
 from ..bilm.token_encoder import CharCNNEncoder
 from ..bilm.char_ids import CharDictionary
-from ..bilm.token_vocab import WordTableVocabulary
+from ..bilm.vocab import WordTableVocabulary
 from .errors import WeightsError
 from .gate_order import permute_gates
 

@@ -35,8 +35,7 @@ from typing import Any, Callable, Dict, List, Optional, Tuple, Union
 import torch
 
 from ..bilm.config import BiLMConfig, OptionsError
-from ..bilm.heads import SoftmaxHead
-from ..bilm.language_model import LanguageModel
+from ..bilm.language_model import LanguageModel, SoftmaxHead
 from ..bilm.model import BiLM
 from ..bilm.vocab import Vocabulary
 from .atomic import atomic_path

@@ -1,14 +1,14 @@
 """token_vocab.json: the token layer's vocabularies inside a native model directory.
 
 One JSON object with the word table's vocabulary and the character
-dictionary (`bilm.token_vocab`), each null where the model has none.
+dictionary (`bilm/vocab.py`, `bilm/char_ids.py`), each null where the model has none.
 """
 import json
 from pathlib import Path
 from typing import Optional, Tuple, Union
 
 from ..bilm.char_ids import CharDictionary
-from ..bilm.token_vocab import WordTableVocabulary
+from ..bilm.vocab import WordTableVocabulary
 
 VOCABULARIES_FILE = "token_vocab.json"
 

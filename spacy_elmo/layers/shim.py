@@ -112,8 +112,7 @@ def _read_legacy(data: bytes) -> Optional[BiLM]:
     from safetensors.torch import load
 
     from ..bilm.char_ids import CharDictionary
-    from ..bilm.token_vocab import WordTableVocabulary
-    from ..bilm.vocab import Vocabulary
+    from ..bilm.vocab import Vocabulary, WordTableVocabulary
 
     try:
         payload: Dict[str, Any] = srsly.msgpack_loads(data)

@@ -8,11 +8,9 @@ import torch
 from confection import Config
 
 from ..bilm.config import BiLMConfig, OptionsError
-from ..bilm.heads import SoftmaxHead
-from ..bilm.language_model import LanguageModel
+from ..bilm.language_model import LanguageModel, SoftmaxHead
 from ..bilm.model import BiLM
-from ..bilm.token_vocab import WordTableVocabulary
-from ..bilm.vocab import Vocabulary
+from ..bilm.vocab import Vocabulary, WordTableVocabulary
 from .settings import SettingsError
 
 

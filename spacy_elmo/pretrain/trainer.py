@@ -31,8 +31,7 @@ from tqdm import tqdm
 
 from ..bilm.language_model import LanguageModel, LMBatch
 from ..bilm.lstm import LSTMState
-from ..bilm.token_vocab import WordTableVocabulary
-from ..bilm.vocab import Vocabulary
+from ..bilm.vocab import Vocabulary, WordTableVocabulary
 from ..faults import fault_point
 from ..io.native import NativeModel, save_native
 from .batching import sentence_batches, shuffled, skip, stream_batches

@@ -20,7 +20,7 @@ from typing import Any, Dict, List, Mapping, Optional, Sequence, Tuple, Union
 import numpy
 import torch
 
-from ..bilm.token_vocab import TABLE_SPECIALS, WordTableVocabulary
+from ..bilm.vocab import TABLE_SPECIALS, WordTableVocabulary
 from ..io.atomic import atomic_path
 from ..io.checksum import sha256_file
 

@@ -1,7 +1,10 @@
-"""The softmax's word vocabulary: specials first, then by frequency; unknown words read as <UNK>."""
+"""The word vocabularies: the softmax's (specials first, then by frequency; unknown words read as <UNK>), and the
+word table's (lookup, lowercasing, the shared unknown row)."""
 import pytest
+import torch
 
 from spacy_elmo.bilm.vocab import SPECIAL_TOKENS, Vocabulary
+from tests.bilm.word_tables import WORDS, table_bilm
 
 
 def test_from_counts_ranks_by_count_then_alphabetically_within_max_size_and_min_count():
@@ -20,3 +23,14 @@ def test_file_round_trip_and_bad_vocabularies_are_refused(tmp_path):
     (tmp_path / "bad.txt").write_text("the\ncat\n")
     with pytest.raises(ValueError, match="bad.txt: vocabulary lacks the special token"):
         Vocabulary.from_file(tmp_path / "bad.txt")
+
+
+def test_lookup_lowercases_and_unknown_words_share_the_learned_unknown_row():
+    bilm = table_bilm()
+    vocab = bilm.word_table_vocab
+    assert vocab.encode(["The", "BANK", "zzz", "qqq"]) == [0, 1, len(WORDS) + 2, len(WORDS) + 2]
+    encoder = bilm.token_encoder
+    rows = encoder.table_vectors(torch.tensor(vocab.encode(["zzz", "qqq", "river"])))
+    torch.testing.assert_close(rows[0], encoder.word_specials[2])
+    torch.testing.assert_close(rows[1], encoder.word_specials[2])
+    torch.testing.assert_close(rows[2], encoder.word_table[2])

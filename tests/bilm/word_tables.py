@@ -6,7 +6,7 @@ import torch
 
 from spacy_elmo.bilm.config import BiLMConfig
 from spacy_elmo.bilm.model import BiLM
-from spacy_elmo.bilm.token_vocab import WordTableVocabulary
+from spacy_elmo.bilm.vocab import WordTableVocabulary
 
 
 WORDS = ["the", "bank", "river", "money", "of"]

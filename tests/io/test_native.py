@@ -5,7 +5,7 @@ import pytest
 import torch
 
 from spacy_elmo.bilm import BiLM, BiLMConfig, Vocabulary
-from spacy_elmo.bilm.heads import SoftmaxHead
+from spacy_elmo.bilm.language_model import SoftmaxHead
 from spacy_elmo.io import WeightsError, load_bilm, load_model, load_native, save_native
 from tests.bilm.word_tables import layers, table_bilm
 

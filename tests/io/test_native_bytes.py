@@ -8,7 +8,7 @@ import pytest
 import torch
 
 from spacy_elmo.bilm import Vocabulary
-from spacy_elmo.bilm.heads import SoftmaxHead
+from spacy_elmo.bilm.language_model import SoftmaxHead
 from spacy_elmo.io import (
     WeightsError,
     is_native_bytes,

@@ -12,7 +12,7 @@ import numpy
 import pytest
 import torch
 
-from spacy_elmo.bilm.token_vocab import TABLE_SPECIALS
+from spacy_elmo.bilm.vocab import TABLE_SPECIALS
 from spacy_elmo.io import load_native
 from spacy_elmo.pretrain import SettingsError, build_language_model, load_config, pretrain
 from spacy_elmo.pretrain.checkpoint import load_checkpoint

@@ -6,7 +6,7 @@ equal the one-shot log-softmax, across chunk borders and for an empty batch.
 """
 import torch
 
-from spacy_elmo.bilm.heads import SoftmaxHead
+from spacy_elmo.bilm.language_model import SoftmaxHead
 
 
 def test_chunked_log_prob_equals_one_shot_log_softmax():

@@ -130,7 +130,7 @@ def test_inference_weights_are_kept_and_follow_weight_changes(monkeypatch):
     stack.engine = make_engine("mkl")
     stack(rows, lengths)
     assert _kept(stack, 0)[0].gates.shape == (8, 32)  # PyTorch's (in, out) layout now
-    stack.clear_inference_cache()
+    stack.engine.clear()
     assert not stack.engine._kept
     monkeypatch.setattr(base, "KEPT_WEIGHTS_MAX_BYTES", 0)
     stack(rows, lengths)

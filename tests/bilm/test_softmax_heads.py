@@ -2,7 +2,7 @@ import math
 
 import torch
 
-from spacy_elmo.bilm.heads import SoftmaxHead
+from spacy_elmo.bilm.language_model import SoftmaxHead
 
 
 def _reference_sampled(head, hidden, targets, generator):
