@@ -30,7 +30,9 @@ def stacked_kernel(encoder: "CharCNNEncoder") -> torch.Tensor:
     blocks = []
     for w, weight in zip(encoder.widths, encoder.conv_weights):
         block = weight.reshape(w * dim, -1)
-        blocks.append(nn.functional.pad(block, (0, 0, 0, (encoder.max_width - w) * dim)))
+        if w < encoder.max_width:
+            block = nn.functional.pad(block, (0, 0, 0, (encoder.max_width - w) * dim))
+        blocks.append(block)
     return torch.cat(blocks, dim=1)
 
 
@@ -66,7 +68,8 @@ def max_pooled_convolutions(encoder: "CharCNNEncoder", char_ids: torch.Tensor) -
         for lo in range(start, end, rows_per_chunk):
             idx = order_t[lo : min(end, lo + rows_per_chunk)]
             emb = encoder.char_embed[char_ids[idx, :span]]  # (n, span, dim)
-            emb = nn.functional.pad(emb, (0, 0, 0, n_pos + wmax - 1 - span))
+            if span < n_pos + wmax - 1:  # windows reaching past max_chars (masked above) read zeros
+                emb = nn.functional.pad(emb, (0, 0, 0, n_pos + wmax - 1 - span))
             windows = emb.unfold(1, wmax, 1).transpose(2, 3).reshape(-1, wmax * dim)  # (n * n_pos, wmax * dim)
             conv = encoder.product(bias, windows, kernel).view(len(idx), n_pos, -1)
             pooled = (conv if mask is None else conv + mask).amax(dim=1)
