@@ -9,6 +9,7 @@ begin slot with `<eow>` and its end slot with `<bow>` (`swap_word_ends`).
 A literal "<S>" is an ordinary token unless `boundary_strings` (the reference's parity mode).
 """
 from dataclasses import asdict, dataclass
+from functools import lru_cache
 from typing import Any, Dict, Iterable, List, Optional, Sequence, Union
 
 import numpy
@@ -16,7 +17,7 @@ import numpy
 BOS_CHAR, EOS_CHAR, BOW_CHAR, EOW_CHAR, PAD_CHAR = 256, 257, 258, 259, 260
 SHIFT = 1  # ids are stored +1 so that 0 is the padding of absent tokens
 PAD_ID = PAD_CHAR + SHIFT
-CACHED_TOKENS = 100_000  # rows kept per encoder: a corpus repeats its frequent words constantly
+CACHED_TOKENS = 100_000  # rows kept: a corpus repeats its frequent words constantly
 
 
 @dataclass
@@ -54,19 +55,23 @@ class CharDictionary:
 
 def token_to_char_ids(token: str, max_chars: int = 50) -> numpy.ndarray:
     """The (max_chars,) int64 byte ids of one token; a lone surrogate (spaCy can hold one) keeps its bytes."""
-    return _row(_byte_ids(token, max_chars), BOW_CHAR + SHIFT, EOW_CHAR + SHIFT, PAD_ID, max_chars)
-
-
-def _byte_ids(token: str, max_chars: int) -> numpy.ndarray:
     data = token.encode("utf-8", errors="surrogatepass")[: max_chars - 2]
-    return numpy.frombuffer(data, dtype=numpy.uint8).astype(numpy.int64) + SHIFT
+    ids = numpy.frombuffer(data, dtype=numpy.uint8).astype(numpy.int64) + SHIFT
+    return _row(ids, BOW_CHAR + SHIFT, EOW_CHAR + SHIFT, PAD_ID, max_chars)
+
+
+@lru_cache(maxsize=CACHED_TOKENS)
+def _cached_byte_row(token: str, max_chars: int) -> numpy.ndarray:
+    """`token_to_char_ids` of the most recent (token, max_chars), shared by every byte encoder (read-only)."""
+    row = token_to_char_ids(token, max_chars)
+    row.flags.writeable = False
+    return row
 
 
 def _row(ids: Union[Sequence[int], numpy.ndarray], begin: int, end: int, pad: int, max_chars: int) -> numpy.ndarray:
     row = numpy.full(max_chars, pad, dtype=numpy.int64)
-    row[0] = begin
+    row[0], row[1 + len(ids)] = begin, end
     row[1 : 1 + len(ids)] = ids
-    row[1 + len(ids)] = end
     return row
 
 
@@ -75,8 +80,7 @@ class CharIdEncoder:
 
     def __init__(self, max_chars: int = 50, boundary_strings: bool = False,
                  dictionary: Optional[CharDictionary] = None) -> None:
-        self.max_chars = max_chars
-        self.dictionary = dictionary
+        self.max_chars, self.dictionary, self.boundary_strings = max_chars, dictionary, boundary_strings
         if dictionary is None:
             self.begin, self.end, self.pad_id = BOW_CHAR + SHIFT, EOW_CHAR + SHIFT, PAD_ID
             self.boundary_names, boundary_ids = ("<S>", "</S>"), (BOS_CHAR + SHIFT, EOS_CHAR + SHIFT)
@@ -87,8 +91,7 @@ class CharIdEncoder:
             self.boundary_names = (dictionary.bos, dictionary.eos)
             boundary_ids = (dictionary.index[dictionary.bos], dictionary.index[dictionary.eos])
         self.bos, self.eos = (self._frozen_row([i]) for i in boundary_ids)
-        self.boundary_strings = boundary_strings
-        self._cache: Dict[str, numpy.ndarray] = {}
+        self._cache: Dict[str, numpy.ndarray] = {}  # a dictionary's rows (bytes: `_cached_byte_row`)
 
     def _frozen_row(self, ids: Union[Sequence[int], numpy.ndarray]) -> numpy.ndarray:
         row = _row(ids, self.begin, self.end, self.pad_id, self.max_chars)
@@ -99,13 +102,12 @@ class CharIdEncoder:
         """The (max_chars,) ids of one token (read-only)."""
         if self.boundary_strings and token in self.boundary_names:
             return self.bos if token == self.boundary_names[0] else self.eos
+        if self.dictionary is None:
+            return _cached_byte_row(token, self.max_chars)
         row = self._cache.get(token)
         if row is None:
-            if self.dictionary is None:
-                row = self._frozen_row(_byte_ids(token, self.max_chars))
-            else:
-                index, unknown = self.dictionary.index, self.unknown_id
-                row = self._frozen_row([index.get(char, unknown) for char in token[: self.max_chars - 2]])
+            index, unknown = self.dictionary.index, self.unknown_id
+            row = self._frozen_row([index.get(char, unknown) for char in token[: self.max_chars - 2]])
             if len(self._cache) < CACHED_TOKENS:
                 self._cache[token] = row
         return row
