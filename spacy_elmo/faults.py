@@ -12,6 +12,8 @@ Points:
                        stop check and checkpoint)
     checkpoint.write   a checkpoint's temporary file is written, not yet renamed
                        over the previous checkpoint
+    teacher_cache.batch  a teacher cache build wrote a batch's vectors (not yet
+                       recorded as done, unless a progress record follows it)
 
 Actions:
     kill     SIGKILL: the process ends at once, no handler, no cleanup
@@ -27,7 +29,7 @@ from collections import Counter
 from typing import Dict, Optional, Tuple
 
 VARIABLE = "SPACY_ELMO_FAULT"
-POINTS = ("embed.chunk", "pretrain.step", "checkpoint.write")
+POINTS = ("embed.chunk", "pretrain.step", "checkpoint.write", "teacher_cache.batch")
 ACTIONS = ("kill", "term", "int", "enospc")
 
 

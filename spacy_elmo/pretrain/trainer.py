@@ -11,6 +11,7 @@ that directory (`word_table.py`); the checkpoint and the saved models carry it.
 
 Output directory:
     model-best/, model-last/   native format (with softmax), loadable by the `elmo` component
+    snapshots/step-N/          the same, every [training] snapshot_every steps (if set)
     checkpoint.pt              everything needed to resume exactly
     log.jsonl                  one JSON object per evaluation
     perplexity.png             training and dev curves
@@ -35,15 +36,20 @@ from ..bilm.vocab import Vocabulary, WordTableVocabulary
 from ..faults import fault_point
 from ..io.native import NativeModel, save_native
 from .batching import sentence_batches, shuffled, skip, stream_batches
-from .building import build_language_model, build_optimizer, learning_rate, training_autocast
+from .building import (
+    build_language_model, build_optimizer, init_softmax_from_table, learning_rate, training_autocast,
+)
 from .checkpoint import CheckpointError, load_checkpoint, rng_state, save_checkpoint, set_rng_state
-from .distill import DistilledLM, DistillError, DistillTargets, Teacher, batch_sentences, build_distillation
+from .distill import (
+    DistilledLM, DistillError, DistillTargets, Teacher, batch_sentences, build_distillation, resolve_teacher,
+)
 from .distributed import Dist, check_replicas, init_distributed, shutdown
 from .init_from import continue_from, start_model, start_provenance
 from .plot import plot_perplexity
 from .progress import Progress, StopFlag, Window
 from .settings import RunPaths, SettingsError, check_resume_config
 from .shards import ShardedCorpus, Share, plan_shares, shares_from_state
+from .teacher_cache import CachedTeacher, build_cache
 from .text_corpus import TokenizedCorpus, expand_paths, iter_segments
 from .word_table import WordTableError, load_word_table, read_table_info
 
@@ -269,18 +275,23 @@ class Trainer:
             self.lm.bilm.set_word_table(table_vectors)
         if start is not None:
             self.start_metadata = continue_from(self.lm, start, self.train_corpus.counts())
+        if state is None and self.config["paths"].get("softmax_init"):
+            if start is not None and start.head is not None:
+                raise SettingsError("[paths] softmax_init: the init_from model brings its own softmax; unset one")
+            self._init_softmax(self.config["paths"]["softmax_init"])
         self.model: torch.nn.Module = self.lm
-        self.teacher: Optional[Teacher] = None
+        self.teacher: Optional[Union[Teacher, CachedTeacher]] = None
         self.distilled: Optional[DistilledLM] = None
         distill = self.config["training"]["distill"]
         if distill["teacher"]:
             try:
                 self.teacher, self.distilled = build_distillation(
-                    self.lm, distill, self.config["training"]["mode"], str(self.device)
+                    self.lm, distill, self.config["training"]["mode"], str(self.device), self._teacher_cache
                 )
             except DistillError as err:
                 raise SettingsError(str(err)) from None
             self.model = self.distilled
+            self.teacher_dir = resolve_teacher(distill["teacher"])
         if self.dist.enabled:
             self.model = torch.nn.parallel.DistributedDataParallel(
                 self.model,
@@ -297,6 +308,34 @@ class Trainer:
         precision = self.config["training"]["precision"]
         self.autocast: ContextManager[Any] = training_autocast(precision, self.device)
         self.scaler = torch.amp.GradScaler("cuda") if precision == "float16" and self.device.type == "cuda" else None
+
+    def _teacher_cache(self, teacher: Teacher) -> CachedTeacher:
+        """`teacher`'s vectors of the training corpus from [training.distill] cache (built first
+        where missing: by the main process, the others waiting)."""
+        distill = self.config["training"]["distill"]
+        corpus = self.train_corpus
+        if not isinstance(corpus, TokenizedCorpus):
+            raise DistillError(
+                '[training.distill] cache needs the whole corpus in each process: set [corpus] shard = "none"'
+            )
+        for turn in ("main", "others"):
+            if (turn == "main") == self.dist.is_main:
+                cached = build_cache(
+                    teacher, corpus.segments, corpus.info, Path(distill["cache"]), distill["cache_dim"],
+                    progress=self.progress,
+                )
+            self.dist.barrier()
+        return cached
+
+    def _init_softmax(self, directory: str) -> None:
+        """[paths] softmax_init: the softmax's output embeddings start from that table's vectors."""
+        try:
+            vocab, vectors = load_word_table(directory)
+        except WordTableError as err:
+            raise SettingsError(f"[paths] softmax_init: {err}") from None
+        found = init_softmax_from_table(self.lm.head, self.vocab, vocab, vectors, self.seed)
+        if self.progress and self.dist.is_main:
+            print(f"softmax_init: {found:,} of {len(self.vocab):,} output embeddings start from {directory}")
 
     def _table_vocab(self) -> Optional[WordTableVocabulary]:
         if not self.word_table:
@@ -408,6 +447,8 @@ class Trainer:
             if step % training["eval_every"] == 0:
                 self._evaluate_and_log()
                 self.window.reset()
+            if training["snapshot_every"] and step % training["snapshot_every"] == 0 and self.dist.is_main:
+                self.save_model(self.paths.snapshot(step), self.last_eval)
             if self.dist.any(stop.requested is not None):
                 return stop.requested or "signal on another rank"
             if done:
@@ -600,7 +641,7 @@ class Trainer:
         }
         if self.teacher is not None:
             # the teacher and the loss weights: what a model card must state
-            metadata["distill"] = {**self.config["training"]["distill"], "teacher_dir": str(self.teacher.directory)}
+            metadata["distill"] = {**self.config["training"]["distill"], "teacher_dir": str(self.teacher_dir)}
         if self.word_table:
             # where the table's vectors come from, their licence and pruning: what a model card must state
             metadata["word_table"] = self.word_table.get("info")

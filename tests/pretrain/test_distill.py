@@ -1,6 +1,4 @@
 """Distillation from a transformer teacher in pretraining, on a tiny random BERT teacher."""
-from pathlib import Path
-
 import numpy
 import pytest
 import torch
@@ -21,26 +19,6 @@ from spacy_elmo.bilm.vocab import Vocabulary
 transformers = pytest.importorskip("transformers", reason="distillation needs transformers (the distill extra)")
 
 SENTENCES = [["The", "bank", "of", "the", "river", "."], ["Money", "in", "the", "bank"], ["Rivers", "flow"]]
-WORDPIECES = ["the", "bank", "of", "river", "money", "in", "flow", "##s", "."]
-
-
-@pytest.fixture(scope="module")
-def teacher_dir(tmp_path_factory) -> Path:
-    """A 2-layer, 16-wide random BERT with a tiny wordpiece vocabulary, saved as Hugging Face does."""
-    from transformers import BertConfig, BertModel, BertTokenizerFast  # type: ignore[attr-defined]
-
-    directory = tmp_path_factory.mktemp("teacher")
-    vocab = directory / "vocab.txt"
-    vocab.write_text("\n".join(["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]"] + WORDPIECES) + "\n")
-    torch.manual_seed(0)
-    config = BertConfig(
-        vocab_size=5 + len(WORDPIECES), hidden_size=16, num_hidden_layers=2, num_attention_heads=2,
-        intermediate_size=32, max_position_embeddings=64,
-    )
-    BertModel(config).save_pretrained(directory)
-    # positional: vocab_file (transformers 4) or vocab (5)
-    BertTokenizerFast(str(vocab), do_lower_case=True).save_pretrained(directory)
-    return directory
 
 
 def tiny_lm(tiny_config_path):
@@ -169,3 +147,122 @@ def test_an_installed_package_names_its_model_directory(tmp_path, monkeypatch):
     (package / "__init__.py").write_text("from pathlib import Path\nMODEL_DIR = Path(__file__).parent / 'model'\n")
     monkeypatch.syspath_prepend(str(tmp_path))
     assert resolve_teacher("fake-teacher-pkg") == package / "model"
+
+
+def test_length_chunks_bound_the_padded_positions():
+    from spacy_elmo.pretrain.distill import length_chunks
+
+    lengths = [5, 30, 2, 9, 9, 40, 1, 12]
+    chunks = length_chunks(lengths, max_padded=30)
+    assert sorted(i for chunk in chunks for i in chunk) == list(range(len(lengths)))
+    for chunk in chunks:  # a chunk's padded size stays in the bound, unless one sentence alone exceeds it
+        assert max(lengths[i] for i in chunk) * len(chunk) <= 30 or len(chunk) == 1
+    assert [5] in chunks  # the 40-long sentence runs alone
+    assert length_chunks([], 10) == []
+
+
+def test_chunked_sentences_get_the_vectors_of_one_padded_batch(teacher_dir):
+    sentences = SENTENCES + [["the", "river"], SENTENCES[0] * 3, ["flow"]]
+    whole, whole_mask = Teacher(teacher_dir, chunk_wordpieces=10**6).token_vectors(sentences)
+    for size in (1, 8, 20):  # every sentence alone, and groups of several
+        vectors, mask = Teacher(teacher_dir, chunk_wordpieces=size).token_vectors(sentences)
+        assert torch.equal(mask, whole_mask)
+        torch.testing.assert_close(vectors, whole, rtol=1e-5, atol=1e-6)
+
+
+def test_teacher_precision(teacher_dir, monkeypatch):
+    from spacy_elmo.pretrain import building
+    from spacy_elmo.pretrain.distill import DistillError, teacher_precision
+
+    cpu = torch.device("cpu")
+    assert teacher_precision("float32", cpu) == "float32"
+    monkeypatch.setattr(building, "native_cpu_bfloat16", lambda: False)
+    assert teacher_precision("auto", cpu) == "float32"
+    with pytest.raises(DistillError, match="does not compute bfloat16 natively"):
+        teacher_precision("bfloat16", cpu)
+    with pytest.raises(DistillError, match="choose one of"):
+        teacher_precision("float16", cpu)
+    monkeypatch.setattr(building, "native_cpu_bfloat16", lambda: True)
+    assert teacher_precision("auto", cpu) == "bfloat16"
+    exact, _ = Teacher(teacher_dir).token_vectors(SENTENCES)
+    teacher = Teacher(teacher_dir, precision="auto")
+    assert teacher.precision == "bfloat16"
+    vectors, _ = teacher.token_vectors(SENTENCES)
+    assert vectors.dtype == torch.float32 and not torch.equal(vectors, exact)  # it did run in bfloat16
+    assert torch.nn.functional.cosine_similarity(vectors, exact).min() > 0.98
+
+
+def test_an_orthogonal_map_keeps_the_layers_angles(tiny_config_path, teacher_dir):
+    lm, vocab = tiny_lm(tiny_config_path)
+    batch = sentence_batch(SENTENCES, vocab)
+    width = lm.bilm.config.width
+    for teacher_dim in (width + 5, max(2, width // 2)):  # wider than the layer: an isometry
+        distilled = DistilledLM(lm, teacher_dim, map_kind="orthogonal")
+        weight = distilled.map.weight.detach()
+        if teacher_dim >= width:
+            torch.testing.assert_close(weight.T @ weight, torch.eye(width), rtol=0, atol=1e-5)
+        else:
+            torch.testing.assert_close(weight @ weight.T, torch.eye(teacher_dim), rtol=0, atol=1e-5)
+    distilled = DistilledLM(lm, width + 5, map_kind="orthogonal")
+    with torch.no_grad():
+        distilled.log_scale.fill_(0.7)
+        rows, outputs, _ = lm.run_layers(batch)
+        features = distilled.token_features(batch, rows.table, rows.index, outputs)
+        mapped = (distilled.map(features) - distilled.map.bias) * distilled.log_scale.exp()
+    cosine = torch.nn.functional.cosine_similarity
+    torch.testing.assert_close(cosine(mapped[:, None], mapped[None], dim=-1),
+                               cosine(features[:, None], features[None], dim=-1), rtol=0, atol=1e-5)
+    torch.testing.assert_close(mapped.norm(dim=1), features.norm(dim=1) * torch.e ** 0.7, rtol=1e-5, atol=1e-5)
+    # the orthogonal map, its scale and the biLM all learn from the distillation loss
+    targets = DistillTargets(*Teacher(teacher_dir).token_vectors(SENTENCES))
+    distilled = DistilledLM(lm, 16, map_kind="orthogonal")
+    lm.zero_grad()
+    distilled(batch, targets, generator=torch.Generator().manual_seed(1))[3].backward()
+    assert distilled.log_scale.grad is not None and distilled.log_scale.grad != 0
+    assert distilled.map.parametrizations.weight.original.grad.abs().sum() > 0
+    assert lm.bilm.lstm.weight_ih[0].grad.abs().sum() > 0
+    with pytest.raises(Exception, match="map = 'affine'"):
+        DistilledLM(lm, 16, map_kind="affine")
+
+
+def test_a_word_table_teacher_distils_its_vectors_into_the_token_layer(tiny_config_path, tmp_path):
+    from spacy_elmo.pretrain.distill import WordTableTeacher
+    from spacy_elmo.pretrain.word_table import write_word_table
+
+    words = ["the", "bank", "river"]
+    vectors = numpy.arange(12, dtype=numpy.float32).reshape(3, 4)
+    write_word_table(tmp_path / "table", words, vectors, dtype="float32")
+    teacher = WordTableTeacher(tmp_path / "table")
+    found, mask = teacher.token_vectors([["The", "bank", "of"], ["river"]])
+    assert mask.tolist() == [True, True, False, True]  # looked up lower-cased; "of" is not in the table
+    numpy.testing.assert_array_equal(found[mask].numpy(), vectors[[0, 1, 2]])
+    assert not found[~mask].any()
+
+    lm, vocab = tiny_lm(tiny_config_path)
+    distilled = DistilledLM(lm, teacher.dim, layer="token")
+    batch = sentence_batch(SENTENCES, vocab)
+    with torch.no_grad():
+        rows, outputs, _ = lm.run_layers(batch)
+        features = distilled.token_features(batch, rows.table, rows.index, outputs)
+        reference = torch.cat([layers[0] for layers in lm.bilm(SENTENCES).unpadded()])
+    torch.testing.assert_close(features, reference, rtol=1e-5, atol=1e-6)  # ELMo's layer 0, [x; x]
+    lm.zero_grad()
+    targets = DistillTargets(*teacher.token_vectors(SENTENCES))
+    distilled(batch, targets, generator=torch.Generator().manual_seed(1))[3].backward()
+    assert lm.bilm.token_encoder.char_embed.grad.abs().sum() > 0
+    assert lm.bilm.lstm.weight_ih[0].grad is None or lm.bilm.lstm.weight_ih[0].grad.abs().sum() == 0
+
+
+def test_pretrain_with_a_word_table_teacher(tiny_config_path, small_corpus, tmp_path):
+    from spacy_elmo.pretrain.checkpoint import load_checkpoint
+    from spacy_elmo.pretrain.word_table import write_word_table
+
+    words = ["the", "of", "and", "a", "to", "in"]
+    write_word_table(tmp_path / "table", words, numpy.random.default_rng(0).normal(size=(6, 5)), dtype="float32")
+    settings = {"training.distill.teacher": str(tmp_path / "table"), "training.distill.layer": "token"}
+    result = pretrain(_run(tiny_config_path, small_corpus, **settings), tmp_path / "run", progress=False)
+    assert result["step"] == 3
+    assert load_checkpoint(tmp_path / "run" / "checkpoint.pt")["distill"]["map.weight"].shape[0] == 5
+    with pytest.raises(SettingsError, match="needs no cache"):
+        config = _run(tiny_config_path, small_corpus, **settings, **{"training.distill.cache": str(tmp_path / "c")})
+        pretrain(config, tmp_path / "cached", progress=False)

@@ -328,3 +328,37 @@ def test_a_checkpoint_from_before_the_table_settings_resumes(tiny_config_path, s
     torch.save(state, path)
     more = _config(tiny_config_path, paths__train=str(small_corpus), training__max_steps=3, training__threads=1)
     assert pretrain(more, tmp_path / "r", resume=True, progress=False)["step"] == 3
+
+
+def test_softmax_init_starts_the_output_embeddings_from_a_table(tiny_config_path, small_corpus, tmp_path):
+    from spacy_elmo.bilm.vocab import Vocabulary
+    from spacy_elmo.pretrain.building import init_softmax_from_table
+
+    rng = numpy.random.default_rng(0)
+    words = ["the", "bank", "river", "money"]
+    for width in (5, 40):  # narrower and wider than the softmax's 32
+        write_word_table(tmp_path / f"t{width}", words, rng.normal(size=(4, width)), dtype="float32")
+        table_vocab, vectors = load_word_table(tmp_path / f"t{width}")
+        config = load_config(tiny_config_path)
+        vocab = Vocabulary(["<S>", "</S>", "<UNK>", "The", "river", "zebra", "money"])
+        lm = build_language_model(config, vocab, seed=0)
+        before = lm.head.weight.detach().clone()
+        assert init_softmax_from_table(lm.head, vocab, table_vocab, vectors, seed=0) == 3  # The, river, money
+        after = lm.head.weight.detach()
+        rows = [vocab.words.index(w) for w in ("The", "river", "money")]
+        others = [i for i in range(len(vocab)) if i not in rows]
+        assert torch.equal(after[others], before[others])
+        torch.testing.assert_close(after[rows].norm(dim=1), torch.ones(3), rtol=0, atol=1e-5)
+        if width <= 32:  # an isometry: the rows keep the vectors' angles
+            table = torch.nn.functional.normalize(vectors[[0, 2, 3]], dim=1)
+            torch.testing.assert_close(after[rows] @ after[rows].T, table @ table.T, rtol=0, atol=1e-5)
+    # in a run: the first rows of the run's softmax come from the table
+    settings = {"paths.train": str(small_corpus), "training.max_steps": 1, "training.eval_every": 1,
+                "paths.softmax_init": str(tmp_path / "t5"), "training.threads": 1}
+    pretrain(load_config(tiny_config_path, settings), tmp_path / "run", progress=False)
+    with pytest.raises(SettingsError, match="softmax_init"):
+        bad = dict(settings, **{"paths.softmax_init": str(tmp_path / "missing")})
+        pretrain(load_config(tiny_config_path, bad), tmp_path / "bad", progress=False)
+    with pytest.raises(SettingsError, match="adaptive"):
+        bad = dict(settings, **{"softmax.kind": "adaptive"})
+        pretrain(load_config(tiny_config_path, bad), tmp_path / "adaptive", progress=False)
