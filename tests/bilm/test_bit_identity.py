@@ -15,10 +15,11 @@ change; those of `reference` were added with that backend.
 Bits depend on the CPU's instruction set and on torch's kernels, so the
 digests hold for the machine signature recorded with them (torch version,
 CPU capability, architecture); elsewhere the test skips with the reason.
-`tests/data/bit_identity.json` holds the AVX2 signature's digests;
-`bit_identity_avx512.json` the AVX512 signature's, recorded from the code
-before the token layer gained its word table (92c4ef1), so they pin that
-change too.
+`tests/data/bit_identity.json` holds the digests of AVX2 on an AMD CPU;
+`bit_identity_avx512.json` those of AVX512 on an AMD CPU, recorded from the
+code before the token layer gained its word table (92c4ef1), so they pin
+that change too; `bit_identity_avx512_genuineintel_amx.json` those of
+AVX512 on an Intel CPU with AMX, recorded at c31267c's biLM code.
 
 If the shipped weights (spacy_elmo/models/en_elmo_2x512_128) are replaced,
 or the numbers are meant to change, regenerate the file with
@@ -81,11 +82,27 @@ def sentences() -> List[List[str]]:
 
 
 def machine() -> Dict[str, str]:
+    """What the bits depend on: torch, the instruction set torch dispatches to, and the CPU
+    (oneDNN picks other kernels on another vendor's CPU, or where AMX exists, at the same
+    instruction set)."""
     return {
         "torch": torch.__version__,
         "cpu_capability": torch.backends.cpu.get_cpu_capability(),
         "machine": platform.machine(),
+        "cpu": _cpu_signature(),
     }
+
+
+def _cpu_signature() -> str:
+    """The CPU's vendor, with "+amx" where it has AMX tiles ("unknown" where /proc/cpuinfo is absent)."""
+    try:
+        info = Path("/proc/cpuinfo").read_text()
+    except OSError:
+        return "unknown"
+    fields = dict(line.split(":", 1) for line in info.splitlines()[:40] if ":" in line)
+    vendor = fields.get("vendor_id\t", "").strip() or "unknown"
+    flags = fields.get("flags\t\t", "").split()
+    return vendor + ("+amx" if "amx_tile" in flags else "")
 
 
 def digest(arrays: List[numpy.ndarray]) -> str:
@@ -203,7 +220,8 @@ def write() -> None:
         digests[model_name] = {name: model_digests(model, name) for name in BACKENDS}
     DIGESTS.parent.mkdir(exist_ok=True)
     matching = [p for p in _records() if json.loads(p.read_text())["machine"] == machine()]
-    target = matching[0] if matching else DIGESTS.with_name(f"bit_identity_{machine()['cpu_capability'].lower()}.json")
+    name = f"{machine()['cpu_capability']}_{machine()['cpu']}".lower().replace("+", "_")
+    target = matching[0] if matching else DIGESTS.with_name(f"bit_identity_{name}.json")
     record = {
         "about": "SHA-256 of float32 biLM outputs; see tests/bilm/test_bit_identity.py (regenerate: "
         "OMP_NUM_THREADS=1 python -m tests.bilm.test_bit_identity --write)",
