@@ -20,7 +20,7 @@ import contextlib
 import importlib
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Callable, Dict, List, Optional, Sequence, Tuple
+from typing import Any, Callable, Dict, Iterable, List, Optional, Sequence, Tuple
 
 import numpy
 import torch
@@ -31,6 +31,7 @@ from ..bilm.lstm import LSTMState
 
 LAYER_CHOICES = ("top", "mix", "token")
 MAP_CHOICES = ("linear", "orthogonal")
+TARGET_CHOICES = ("token", "context")
 PRECISIONS = ("auto", "bfloat16", "float32")
 
 
@@ -232,6 +233,66 @@ def batch_sentences(batch: LMBatch) -> List[List[str]]:
     return out
 
 
+class ContextTargets:
+    """A teacher whose targets are what the context adds to a word: each token's vector minus the
+    mean vector of its word (the same string) over the corpus's first tokens.
+
+    A teacher's token vectors are mostly the word itself; the part that
+    tells one use of a word from another (its sense, its role) is the
+    smaller rest. Regressing the rest puts the whole distillation signal on
+    context. Words seen fewer than `min_count` times in the fitted tokens
+    have no reliable mean and are left out of the loss.
+    """
+
+    def __init__(self, teacher: Any, segments: Iterable[Sequence[str]], n_tokens: int, min_count: int = 5,
+                 batch_tokens: int = 4096) -> None:
+        self.teacher, self.dim, self.directory = teacher, teacher.dim, teacher.directory
+        index: Dict[str, int] = {}
+        sums = torch.zeros((0, self.dim))
+        counts = torch.zeros(0)
+        seen = 0
+        for batch in _token_batches(segments, batch_tokens, n_tokens):
+            vectors, mask = teacher.token_vectors(batch)
+            words = [w for sentence in batch for w in sentence]
+            ids = torch.tensor([index.setdefault(w, len(index)) for w in words], dtype=torch.long)
+            if len(index) > len(counts):
+                grow = len(index) - len(counts)
+                sums = torch.cat([sums, sums.new_zeros((grow, self.dim))])
+                counts = torch.cat([counts, counts.new_zeros(grow)])
+            sums.index_add_(0, ids[mask], vectors[mask].to(sums.dtype))
+            counts.index_add_(0, ids[mask], torch.ones(int(mask.sum())))
+            seen += len(words)
+        keep = counts >= max(1, min_count)
+        self.index = {w: i for w, i in index.items() if bool(keep[i])}
+        self.means = sums / counts.clamp(min=1)[:, None]
+        self.fitted_tokens, self.words = seen, len(self.index)
+
+    def token_vectors(self, sentences: Sequence[Sequence[str]]) -> Tuple[torch.Tensor, torch.Tensor]:
+        """(the teacher's vectors minus their words' means, mask): words without a mean masked out."""
+        vectors, mask = self.teacher.token_vectors(sentences)
+        ids = torch.tensor([self.index.get(w, -1) for s in sentences for w in s], dtype=torch.long)
+        known = ids >= 0
+        means = self.means[ids.clamp(min=0)].to(vectors.device, vectors.dtype)
+        return torch.where(known[:, None].to(vectors.device), vectors - means, vectors.new_zeros(())), mask & known
+
+
+def _token_batches(segments: Iterable[Sequence[str]], batch_tokens: int, limit: int) -> Iterable[List[List[str]]]:
+    """Batches of about `batch_tokens` tokens of the first `limit` tokens' segments."""
+    batch: List[List[str]] = []
+    size = total = 0
+    for segment in segments:
+        batch.append(list(segment))
+        size += len(segment)
+        total += len(segment)
+        if size >= batch_tokens or total >= limit:
+            yield batch
+            batch, size = [], 0
+        if total >= limit:
+            return
+    if batch:
+        yield batch
+
+
 @dataclass
 class DistillTargets:
     """The teacher's vectors of a batch's tokens (row order: sentence by sentence) and their mask."""
@@ -329,12 +390,14 @@ def build_distillation(
     mode: str,
     device: str,
     cache: Optional[Callable[["Teacher"], Any]] = None,
+    segments: Optional[Callable[[], Iterable[Sequence[str]]]] = None,
 ) -> Tuple[Any, DistilledLM]:
     """The teacher and the distilled LM of `[training.distill]` (teacher set).
 
     With `settings["cache"]`, `cache(teacher)` turns the live teacher into the
     reader of its cached vectors (the trainer's, which knows the corpus); the
-    map then regresses the cached (projected) vectors.
+    map then regresses the cached (projected) vectors. With `targets =
+    "context"`, the words' means are fitted on `segments()`, the training corpus.
     """
     if mode != "sentences":
         raise DistillError('[training.distill] needs [training] mode = "sentences" (teacher vectors are per sentence)')
@@ -343,6 +406,8 @@ def build_distillation(
         if settings.get("cache"):
             raise DistillError("[training.distill] cache: a word table teacher is a lookup; it needs no cache")
         table = WordTableTeacher(directory)
+        if settings.get("targets", "token") != "token":
+            raise DistillError('[training.distill] targets = "context": a word table has no context; use "token"')
         return table, DistilledLM(lm, table.dim, settings["layer"], settings["map"]).to(device)
     teacher: Any = Teacher(
         directory,
@@ -356,10 +421,25 @@ def build_distillation(
         if cache is None:
             raise DistillError("[training.distill] cache: this run cannot build a teacher cache")
         teacher = cache(teacher)
-    return teacher, DistilledLM(lm, teacher.dim, settings["layer"], settings["map"]).to(device)
+    return _with_targets(teacher, settings, segments), DistilledLM(
+        lm, teacher.dim, settings["layer"], settings["map"]
+    ).to(device)
+
+
+def _with_targets(teacher: Any, settings: Dict[str, Any], segments: Optional[Callable[[], Iterable[Any]]]) -> Any:
+    """`teacher` as `[training.distill] targets` asks: its vectors ("token") or their context part."""
+    targets = settings.get("targets", "token")
+    if targets not in TARGET_CHOICES:
+        raise DistillError(f"[training.distill] targets = {targets!r}; choose one of {TARGET_CHOICES}")
+    if targets == "token":
+        return teacher
+    if segments is None:
+        raise DistillError('[training.distill] targets = "context" needs the training corpus to fit the words\' means')
+    return ContextTargets(teacher, segments(), settings["context_tokens"], settings["context_min_count"])
 
 
 __all__ = [
+    "ContextTargets",
     "DistillError",
     "DistillTargets",
     "DistilledLM",

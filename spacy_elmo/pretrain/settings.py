@@ -126,6 +126,12 @@ layer = "top"
 # the map: "linear" (any affine map) or "orthogonal" (a scale times orthonormal columns, plus a
 # bias: it keeps the layer's angles, so the layer's own cosine neighbourhoods must follow the teacher's)
 map = "linear"
+# what the map regresses: "token" (the teacher's token vectors) or "context" (each token's vector
+# minus its word's mean vector over the corpus's first context_tokens tokens: what the context adds)
+targets = "token"
+context_tokens = 1000000
+# words seen fewer times than this in those tokens are left out of the loss (targets = "context")
+context_min_count = 5
 # which of the teacher's hidden states (0: its embeddings; -1: its last layer)
 teacher_layer = -1
 # wordpieces per sentence the teacher reads (tokens beyond are left out of the loss)
@@ -200,6 +206,9 @@ class DistillSchema(BaseModel):
     weight: float = Field(ge=0)
     layer: Literal["top", "mix", "token"]
     map: Literal["linear", "orthogonal"]
+    targets: Literal["token", "context"]
+    context_tokens: int = Field(ge=1)
+    context_min_count: int = Field(ge=1)
     teacher_layer: int
     max_wordpieces: int = Field(ge=2)
     chunk_wordpieces: int = Field(ge=1)

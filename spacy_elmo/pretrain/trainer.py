@@ -280,13 +280,14 @@ class Trainer:
                 raise SettingsError("[paths] softmax_init: the init_from model brings its own softmax; unset one")
             self._init_softmax(self.config["paths"]["softmax_init"])
         self.model: torch.nn.Module = self.lm
-        self.teacher: Optional[Union[Teacher, CachedTeacher]] = None
+        self.teacher: Optional[Any] = None  # a Teacher, its cache, a word table or context targets
         self.distilled: Optional[DistilledLM] = None
         distill = self.config["training"]["distill"]
         if distill["teacher"]:
             try:
                 self.teacher, self.distilled = build_distillation(
-                    self.lm, distill, self.config["training"]["mode"], str(self.device), self._teacher_cache
+                    self.lm, distill, self.config["training"]["mode"], str(self.device), self._teacher_cache,
+                    self._corpus_segments,
                 )
             except DistillError as err:
                 raise SettingsError(str(err)) from None
@@ -308,6 +309,13 @@ class Trainer:
         precision = self.config["training"]["precision"]
         self.autocast: ContextManager[Any] = training_autocast(precision, self.device)
         self.scaler = torch.amp.GradScaler("cuda") if precision == "float16" and self.device.type == "cuda" else None
+
+    def _corpus_segments(self) -> Iterator[List[str]]:
+        """The training corpus's segments in file order (this process's shares, when sharded)."""
+        if isinstance(self.train_corpus, TokenizedCorpus):
+            return self.train_corpus.segments()
+        sharded = self.train_corpus
+        return (segment for share in sharded.mine() for segment in sharded.corpus(share).segments())
 
     def _teacher_cache(self, teacher: Teacher) -> CachedTeacher:
         """`teacher`'s vectors of the training corpus from [training.distill] cache (built first

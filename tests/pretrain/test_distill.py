@@ -266,3 +266,38 @@ def test_pretrain_with_a_word_table_teacher(tiny_config_path, small_corpus, tmp_
     with pytest.raises(SettingsError, match="needs no cache"):
         config = _run(tiny_config_path, small_corpus, **settings, **{"training.distill.cache": str(tmp_path / "c")})
         pretrain(config, tmp_path / "cached", progress=False)
+
+
+def test_context_targets_are_the_vectors_minus_their_words_means(teacher_dir):
+    from spacy_elmo.pretrain.distill import ContextTargets
+
+    teacher = Teacher(teacher_dir)
+    corpus = SENTENCES * 3 + [["flow", "of", "money"]]
+    targets = ContextTargets(teacher, iter(corpus), n_tokens=10**6, min_count=4, batch_tokens=7)
+    frequent = {"the", "bank", "of", "flow"}  # 4 or more times; "The", "Rivers", "money" ... fewer
+    assert set(targets.index) == frequent and targets.fitted_tokens == 39
+    vectors, mask = teacher.token_vectors(corpus)
+    context, context_mask = targets.token_vectors(corpus)
+    words = [w for s in corpus for w in s]
+    assert context_mask.tolist() == [w in frequent for w in words]
+    assert not context[~context_mask].any()
+    for word in frequent:  # over the fitted tokens, each word's context parts average to zero
+        rows = [i for i, w in enumerate(words) if w == word]
+        torch.testing.assert_close(context[rows].mean(0), torch.zeros(teacher.dim), rtol=0, atol=1e-5)
+        torch.testing.assert_close(context[rows[0]], vectors[rows[0]] - vectors[rows].mean(0), rtol=0, atol=1e-5)
+    # only the first n_tokens are fitted (whole segments): one sentence of six tokens
+    first = ContextTargets(teacher, iter(corpus), n_tokens=5, min_count=1)
+    assert first.fitted_tokens == 6 and set(first.index) == set(SENTENCES[0])
+
+
+def test_pretrain_with_context_targets(tiny_config_path, small_corpus, teacher_dir, tmp_path):
+    settings = {"training.distill.teacher": str(teacher_dir), "training.distill.targets": "context",
+                "training.distill.context_min_count": 2}
+    result = pretrain(_run(tiny_config_path, small_corpus, **settings), tmp_path / "run", progress=False)
+    assert result["step"] == 3
+    import json
+
+    rows = [json.loads(line) for line in (tmp_path / "run" / "log.jsonl").read_text().splitlines()]
+    assert any(numpy.isfinite(row.get("train_distill_loss", numpy.nan)) for row in rows)
+    with pytest.raises(SettingsError, match="targets"):
+        _run(tiny_config_path, small_corpus, **{"training.distill.targets": "sense"})
