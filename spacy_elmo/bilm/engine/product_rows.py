@@ -16,7 +16,12 @@ do at the biLM's shapes (oneDNN checked on 1 and 2 threads):
   multiple of 4 from 8 rows up agrees with every other: checked to 1,200
   rows on 1 to 4 threads for the step products and the token encoder's
   wider ones (the highway, K = 2,048), to 600 rows on 8 and 16 threads for
-  the step products.
+  the step products. On an Intel CPU with AVX-512 and AMX, MKL also runs
+  the token encoder's wide products (K = 1,024 and 2,048) with other
+  kernels below a height that grows with the threads: they agree with
+  taller products from 192 rows on 1 thread, from 132 (K = 1,024) and 260
+  (K = 2,048) rows on 2 (tests/regression/test_batch_invariance.py failed
+  with 64; the narrower products and the step products agree from 4 rows).
 
 So every product without gradients is padded with zero rows to
 `product_rows(n, ...)` rows and the result's first n rows are kept; on MKL
@@ -31,7 +36,7 @@ import torch
 
 # the fewest rows of a product, per library and product: see the module docstring
 ONEDNN_MIN_ROWS = 8
-MKL_MIN_ROWS = {"step": 8, "encoder": 64}
+MKL_MIN_ROWS = {"step": 8, "encoder": 384}
 MKL_ROW_BLOCK = 4
 # the first LSTM layer's per-token input products (`loops.table_products`)
 # of more rows than this are computed at a multiple of it: a batch's table height
