@@ -25,7 +25,7 @@ import sys
 import tempfile
 import time
 from pathlib import Path
-from typing import Dict, List
+from typing import Any, Dict, List
 
 HERE = Path(__file__).resolve()
 sys.path.insert(0, str(HERE.parent))
@@ -76,7 +76,7 @@ def main() -> None:
         corpus = TokenizedCorpus.prepare(DATA / "pretrain_en" / "train.txt.gz", tmp / "corpus",
                                          max_length=config["corpus"]["max_length"], max_segments=args.segments,
                                          progress=False)
-        teachers = {
+        teachers: Dict[str, Any] = {
             "padded to the batch's longest, float32": Teacher(directory, args.teacher_layer, chunk_wordpieces=10**9),
             "length-sorted chunks, float32": Teacher(directory, args.teacher_layer),
         }
@@ -104,7 +104,7 @@ def main() -> None:
 
         def run(kind: str) -> float:
             lm.load_state_dict(start_state)
-            teacher = {"live": live, "cache": cached}.get(kind)
+            teacher: Any = {"live": live, "cache": cached}.get(kind)
             model = DistilledLM(lm, teacher.dim, map_kind="orthogonal") if teacher is not None else None
             params = list((model or lm).parameters())
             opt = type(optimizer)(params, **optimizer.defaults)
