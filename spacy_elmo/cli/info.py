@@ -62,6 +62,15 @@ def machine() -> dict:
     }
 
 
+def _token_encoder(config: Any) -> str:
+    """What the token layer reads: characters, words, and a word table beside the characters."""
+    kind = "characters" if config.use_character_inputs else "words"
+    if config.word_table_rows:
+        frozen = "trainable" if config.word_table_trainable else "frozen"
+        kind += f" + word table ({config.word_table_rows:,} x {config.word_table_dim}, {frozen})"
+    return kind
+
+
 def info_cli(
     model_path: Optional[str] = typer.Argument(
         None, help="Model: a directory, archive, URL or catalogue name (default: the embedded English model)"
@@ -84,7 +93,7 @@ def info_cli(
         "layers": config.n_output_layers,
         "width": config.width,
         "parameters": n_params,
-        "token_encoder": "characters" if config.use_character_inputs else "words",
+        "token_encoder": _token_encoder(config),
         "softmax": loaded.head.config() if loaded.head is not None else None,
         "vocab_size": len(loaded.vocab) if loaded.vocab is not None else None,
         "config": config.to_dict(),

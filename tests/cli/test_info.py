@@ -29,3 +29,11 @@ def test_info_names_the_cpu(tmp_path):
     cpuinfo.write_text("processor\t: 0\nvendor_id\t: GenuineIntel\nmodel name\t: Some CPU @ 2.00GHz\n")
     assert cpu_name(cpuinfo) == "Some CPU @ 2.00GHz"
     assert cpu_name(tmp_path / "missing")  # falls back to what platform knows
+
+
+def test_info_names_the_token_layer_of_the_embedded_model_and_of_a_published_one(allennlp_dir):
+    embedded = json.loads(runner.invoke(app, ["info", "--json"]).output)
+    assert embedded["token_encoder"] == "characters + word table (34,983 x 50, frozen)"
+    assert embedded["metadata"]["word_table"]["source"]["license"] == "PDDL-1.0"
+    published = json.loads(runner.invoke(app, ["info", str(allennlp_dir), "--json"]).output)
+    assert published["token_encoder"] == "characters"

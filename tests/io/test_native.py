@@ -93,8 +93,8 @@ def test_atomic_write_leaves_no_temporary_files(tmp_path):
 
 def test_float16_storage_halves_the_files_and_loads_as_float32(tmp_path):
     """float16 storage: half the bytes, loaded into float32. On the embedded model the layers
-    move by 2.7e-3 at most (measured), above the 1e-3 the shipped weights must keep, which is
-    why they are stored in float32."""
+    move by 3.5e-3 at most (measured on 300 held-out sentences), above the 1e-3 the shipped
+    weights must keep, which is why its trained weights are stored in float32."""
     from spacy_elmo.io import load_model, save_native
     from spacy_elmo.resources import default_model_path
 

@@ -362,3 +362,29 @@ def test_softmax_init_starts_the_output_embeddings_from_a_table(tiny_config_path
     with pytest.raises(SettingsError, match="adaptive"):
         bad = dict(settings, **{"softmax.kind": "adaptive"})
         pretrain(load_config(tiny_config_path, bad), tmp_path / "adaptive", progress=False)
+
+
+def test_project_pretrain_script_builds_the_table_and_follows_the_embedded_recipe(
+    tiny_config_path, small_corpus, tmp_path
+):
+    """scripts/pretrain.py --elmo-model pretrained (the project's `pretrain` step): builds the
+    GloVe table from the training text when it is missing, then trains with it beside the
+    character CNN and as the softmax's start, as the shipped model was trained."""
+    _needs_vector_package()
+    script = SCRIPT.parent / "pretrain.py"
+    table = tmp_path / "table"
+    command = [sys.executable, str(script), "--elmo-model", "pretrained", "--config", str(tiny_config_path),
+               "--train", str(small_corpus), "--dev", str(small_corpus), "--output", str(tmp_path / "run"),
+               "--word-table", str(table), "--training.max_steps", "1", "--training.threads", "1"]
+    done = subprocess.run(command, capture_output=True, text=True, timeout=600)
+    assert done.returncode == 0, done.stderr[-3000:]
+    assert read_table_info(table)["pruning"]["text"] == [small_corpus.name]
+    model = load_native(tmp_path / "run" / "model-last")
+    assert model.bilm.word_table_vocab == load_word_table(table)[0]
+    assert model.metadata["word_table"]["sha256"] == read_table_info(table)["sha256"]
+    assert f'softmax_init = "{table}"' in model.metadata["config"]
+    # the shipped model was trained this way
+    from spacy_elmo.resources import default_model_path
+
+    shipped = load_native(default_model_path())
+    assert shipped.bilm.config.word_table_rows > 0 and "softmax_init" in shipped.metadata["config"]
