@@ -39,7 +39,7 @@ sys.path.insert(0, str(ROOT))
 
 from spacy_elmo.pretrain.text_corpus import open_text  # noqa: E402
 from spacy_elmo.pretrain.word_table import (  # noqa: E402
-    VECTORS_FILE, select_rows, write_word2vec_text, write_word_table,
+    VECTORS_FILE, select_rows, write_spacy_vectors, write_word2vec_text, write_word_table,
 )
 
 DEFAULT_TEXT = ROOT.parent / "shared" / "data" / "pretrain_en" / "train.txt.gz"
@@ -110,27 +110,6 @@ def count_text(paths: List[Path], lang: str, lowercase: bool, max_lines: int) ->
         n_lines += 1
         counts.update(t.text.lower() if lowercase else t.text for t in doc if not t.is_space)
     return counts, n_lines, sum(counts.values())
-
-
-def write_spacy_vectors(directory: Path, words: List[str], vectors: numpy.ndarray, lang: str,
-                        lowercase: bool) -> int:
-    """A blank `lang` pipeline whose vectors are the table's rows; with `lowercase`, each row is
-    also the vector of the word's Title- and UPPER-case forms. Returns the number of keys."""
-    import spacy
-    from spacy.vectors import Vectors
-
-    nlp = spacy.blank(lang)
-    strings = nlp.vocab.strings
-    table = Vectors(strings=strings, data=numpy.ascontiguousarray(vectors, dtype=numpy.float32))
-    for forms in ([words] + ([[w.title() for w in words], [w.upper() for w in words]] if lowercase else [])):
-        for row, form in enumerate(forms):
-            key = strings.add(form)
-            if key not in table:  # a word's own row wins over another word's cased form
-                table.add(key, row=row)
-    nlp.vocab.vectors = table
-    nlp.meta["name"] = "word_table_vectors"
-    nlp.to_disk(directory)
-    return table.n_keys
 
 
 def main(argv: Optional[List[str]] = None) -> None:

@@ -4,6 +4,9 @@
 
 Reads metrics/{prefix}{ewt,ner}_{baseline,elmo}.json (written by
 `python -m spacy_elmo evaluate`), training/{prefix}*/log.jsonl and wall_time.json.
+Where metrics/{prefix}ewt_baseline_vectors.json exists (the baseline with the
+biLM's word table as static vectors), the table gains its column and ELMo's
+difference to it: what the biLM's contextual layers add beyond its vectors.
 Writes metrics/{prefix}comparison.md, plots/{prefix}dev_curves.png and
 plots/{prefix}layer_weights.png.
 """
@@ -13,7 +16,7 @@ from pathlib import Path
 
 ROWS = [("UPOS", "ewt", "pos_acc"), ("XPOS", "ewt", "tag_acc"), ("UAS", "ewt", "dep_uas"), ("LAS", "ewt", "dep_las"),
         ("NER F1", "ner", "ents_f")]
-RUNS = ["ewt_baseline", "ewt_elmo", "ner_baseline", "ner_elmo"]
+RUNS = ["ewt_baseline", "ewt_baseline_vectors", "ewt_elmo", "ner_baseline", "ner_elmo"]
 DEV_KEYS = {"ewt": ["tag_acc", "pos_acc", "dep_uas", "dep_las"], "ner": ["ents_f"]}
 
 
@@ -53,14 +56,25 @@ def _console_rows(console: Path):
 
 
 def table(metrics: Path, training: Path, prefix: str) -> str:
-    lines = ["| metric (test) | baseline | ELMo | difference |", "|---|---|---|---|"]
+    vectors = _load(metrics / f"{prefix}ewt_baseline_vectors.json")
+    if vectors:
+        lines = ["| metric (test) | baseline | baseline + static vectors | ELMo | ELMo - baseline "
+                 "| ELMo - baseline + vectors |", "|---|---|---|---|---|---|"]
+    else:
+        lines = ["| metric (test) | baseline | ELMo | difference |", "|---|---|---|---|"]
     for label, task, key in ROWS:
         base = _load(metrics / f"{prefix}{task}_baseline.json")
         elmo = _load(metrics / f"{prefix}{task}_elmo.json")
         if not base or not elmo or base["scores"].get(key) is None or elmo["scores"].get(key) is None:
             continue
         b, e = 100 * base["scores"][key], 100 * elmo["scores"][key]
-        lines.append(f"| {label} | {b:.2f} | {e:.2f} | {e - b:+.2f} |")
+        if not vectors:
+            lines.append(f"| {label} | {b:.2f} | {e:.2f} | {e - b:+.2f} |")
+        elif task == "ewt" and vectors["scores"].get(key) is not None:
+            v = 100 * vectors["scores"][key]
+            lines.append(f"| {label} | {b:.2f} | {v:.2f} | {e:.2f} | {e - b:+.2f} | {e - v:+.2f} |")
+        else:
+            lines.append(f"| {label} | {b:.2f} | | {e:.2f} | {e - b:+.2f} | |")
     lines += ["", "| run | steps | best step | wall time | ended by |", "|---|---|---|---|---|"]
     for name in RUNS:
         run = training / f"{prefix}{name}"
@@ -109,7 +123,7 @@ def dev_curves(training: Path, out: Path, prefix: str) -> None:
     tasks = [("ewt", k) for k in DEV_KEYS["ewt"]] + [("ner", k) for k in DEV_KEYS["ner"]]
     fig, axes = plt.subplots(1, len(tasks), figsize=(4 * len(tasks), 3.5))
     for ax, (task, key) in zip(axes, tasks):
-        for variant, style in (("baseline", "--"), ("elmo", "-")):
+        for variant, style in (("baseline", "--"), ("baseline_vectors", ":"), ("elmo", "-")):
             log = _log(training / f"{prefix}{task}_{variant}" / "log.jsonl")
             points = [(r["step"], r["scores"][key]) for r in log if r.get("scores", {}).get(key) is not None]
             if points:

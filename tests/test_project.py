@@ -58,6 +58,13 @@ def test_assets_and_smoke_workflow_without_shared(data_dir, tmp_path):
     comparison = (project / "metrics" / "smoke-comparison.md").read_text()
     for metric in ("UPOS", "XPOS", "UAS", "LAS", "NER F1"):
         assert f"| {metric} |" in comparison
+    # the baseline with the biLM's own GloVe table as static vectors, and ELMo's difference to it
+    assert "| baseline + static vectors |" in comparison and "| ELMo - baseline + vectors |" in comparison
+    assert "smoke-ewt_baseline_vectors" in comparison
+    vectors = json.loads((project / "training" / "smoke-static_vectors" / "word_table.json").read_text())
+    assert vectors["rows"] == 34983 and vectors["table"]["source"]["license"] == "PDDL-1.0"
+    trained = (project / "training" / "smoke-ewt_baseline_vectors" / "model-last" / "config.cfg").read_text()
+    assert "include_static_vectors = true" in trained
     elmo = json.loads((project / "metrics" / "smoke-ewt_elmo.json").read_text())
     assert set(elmo["mixes"]) == {"tagger", "morphologizer", "parser"}
     for name in ("smoke-dev_curves.png", "smoke-layer_weights.png"):

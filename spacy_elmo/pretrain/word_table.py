@@ -193,7 +193,32 @@ def write_word2vec_text(path: PathLike, words: Sequence[str], vectors: numpy.nda
                 handle.write(word + " " + " ".join(text(row)) + "\n")
 
 
+def write_spacy_vectors(directory: PathLike, words: Sequence[str], vectors: numpy.ndarray, lang: str,
+                        lowercase: bool) -> int:
+    """A blank `lang` pipeline whose vectors are the table's rows; with `lowercase`, each row is
+    also the vector of the word's Title- and UPPER-case forms (spaCy 3.8 does not save a
+    vectors table's `attr = LOWER` lookup). For `--paths.vectors` with a CNN tok2vec's
+    `include_static_vectors`. Returns the number of keys."""
+    import spacy
+    from spacy.vectors import Vectors
+
+    nlp = spacy.blank(lang)
+    strings = nlp.vocab.strings
+    table = Vectors(strings=strings, data=numpy.ascontiguousarray(vectors, dtype=numpy.float32))
+    words = list(words)
+    for forms in ([words] + ([[w.title() for w in words], [w.upper() for w in words]] if lowercase else [])):
+        for row, form in enumerate(forms):
+            key = strings.add(form)
+            if key not in table:  # a word's own row wins over another word's cased form
+                table.add(key, row=row)
+    nlp.vocab.vectors = table
+    nlp.meta["name"] = "word_table_vectors"
+    nlp.to_disk(directory)
+    return table.n_keys
+
+
 __all__ = [
     "FORMAT_NAME", "INFO_FILE", "VECTORS_FILE", "WORDS_FILE", "WordTableError", "load_word_table",
-    "read_table_info", "select_rows", "usable_word", "write_word2vec_text", "write_word_table",
+    "read_table_info", "select_rows", "usable_word", "write_spacy_vectors", "write_word2vec_text",
+    "write_word_table",
 ]

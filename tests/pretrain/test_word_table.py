@@ -388,3 +388,30 @@ def test_project_pretrain_script_builds_the_table_and_follows_the_embedded_recip
 
     shipped = load_native(default_model_path())
     assert shipped.bilm.config.word_table_rows > 0 and "softmax_init" in shipped.metadata["config"]
+
+
+def test_static_vectors_script_writes_the_embedded_tables_rows_for_the_baseline(allennlp_dir, tmp_path):
+    """scripts/static_vectors.py: the biLM's own table as spaCy static vectors (the project's fair
+    baseline), every casing of a word on its row; a model without a table is a clear error."""
+    import spacy
+
+    from spacy_elmo.resources import default_model_path
+
+    script = SCRIPT.parent / "static_vectors.py"
+    done = subprocess.run([sys.executable, str(script), str(tmp_path / "vectors")], capture_output=True, text=True,
+                          timeout=300)
+    assert done.returncode == 0, done.stderr[-3000:]
+    bilm = load_native(default_model_path()).bilm
+    table = bilm.token_encoder.word_table.numpy()
+    row = table[bilm.word_table_vocab.words.index("river")]
+    vocab = spacy.load(tmp_path / "vectors").vocab
+    assert vocab.vectors.shape == table.shape
+    for form in ("river", "River", "RIVER"):
+        numpy.testing.assert_array_equal(vocab[form].vector, row)
+    assert not vocab["zzyzxq"].has_vector
+    info = json.loads((tmp_path / "vectors" / "word_table.json").read_text())
+    assert info["model"] == "embedded" and info["lowercase"] and info["rows"] == len(table)
+    failed = subprocess.run([sys.executable, str(script), str(tmp_path / "none"), "--weights", str(allennlp_dir)],
+                            capture_output=True, text=True, timeout=300)
+    assert failed.returncode == 1 and "has no word table" in failed.stdout + failed.stderr
+    assert not (tmp_path / "none").exists()

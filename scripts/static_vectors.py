@@ -1,0 +1,69 @@
+"""Write a biLM's word table as a spaCy pipeline's static vectors, for the fair baseline.
+
+    python scripts/static_vectors.py training/static_vectors            # the embedded model's table
+    python scripts/static_vectors.py OUT --elmo-model pretrained        # training/pretrain/model-best's
+    python scripts/static_vectors.py OUT --weights MODEL
+    python scripts/train.py configs/ewt_baseline.cfg training/ewt_baseline_vectors ... \\
+        --paths.vectors OUT --components.tok2vec.model.embed.include_static_vectors true
+
+The CNN baseline with these vectors sees the same pretrained word vectors as
+the ELMo pipeline's biLM (its token layer's frozen table), so the difference
+between the two is what the biLM's contextual layers add. OUT is a blank
+pipeline whose vectors hold the table's rows, under each word and, for a
+lower-cased table, its Title-case and UPPER-case forms; OUT/word_table.json
+names the model and the table's source, licence and checksums. Needs no
+download and no vector package: the rows come from the model's weights.
+"""
+import argparse
+import sys
+from pathlib import Path
+from typing import List, Optional
+
+import srsly
+from wasabi import msg
+
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+
+from spacy_elmo.pretrain.word_table import write_spacy_vectors  # noqa: E402
+
+
+def main(argv: Optional[List[str]] = None) -> None:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("output", type=Path, help="directory of the spaCy pipeline to write")
+    parser.add_argument("--weights", default=None,
+                        help="the biLM: a native model directory, archive, URL or catalogue name "
+                        "(default: the embedded English model)")
+    parser.add_argument("--elmo-model", choices=["shipped", "pretrained"], default="shipped",
+                        help="as scripts/train.py: the embedded model, or the one in --pretrained-dir")
+    parser.add_argument("--pretrained-dir", default="training/pretrain/model-best")
+    parser.add_argument("--lang", default="en", help="language of the blank pipeline (%(default)s)")
+    args = parser.parse_args(argv)
+    if args.weights is None and args.elmo_model == "pretrained":
+        args.weights = args.pretrained_dir
+
+    from spacy_elmo.io import load_model
+
+    model = load_model(args.weights)
+    bilm = model.bilm
+    if not bilm.config.word_table_rows or bilm.word_table_vocab is None:
+        msg.fail(f"{args.weights or 'the embedded model'} has no word table: its token layer reads "
+                 "characters only, so there are no static vectors to share", exits=1)
+    table_info = model.metadata.get("word_table") or {}
+    lowercase = bool(table_info.get("lowercase", True))
+    words = bilm.word_table_vocab.words
+    vectors = bilm.token_encoder.word_table.detach().float().cpu().numpy()
+    n_keys = write_spacy_vectors(args.output, words, vectors, args.lang, lowercase)
+    srsly.write_json(args.output / "word_table.json", {
+        "model": args.weights or "embedded",
+        "rows": len(words),
+        "dim": int(vectors.shape[1]),
+        "lowercase": lowercase,
+        "table": {k: table_info[k] for k in ("source", "pruning", "sha256") if k in table_info},
+    })
+    msg.good(f"{args.output}: spaCy vectors, {len(words):,} rows x {vectors.shape[1]} under {n_keys:,} keys",
+             f"train with them: --paths.vectors {args.output} "
+             "--components.tok2vec.model.embed.include_static_vectors true")
+
+
+if __name__ == "__main__":
+    main()
