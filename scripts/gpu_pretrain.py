@@ -39,6 +39,7 @@ import subprocess
 import sys
 from importlib import metadata
 from pathlib import Path
+from typing import Any, Dict
 
 ROOT = Path(__file__).resolve().parent.parent
 PART_BYTES = 15 << 20
@@ -137,7 +138,7 @@ def run(args, overrides) -> None:
 
 def split(model_dir: Path, out: Path) -> None:
     """Every file of model_dir as parts of at most PART_BYTES, plus manifest.json."""
-    manifest = {}
+    manifest: Dict[str, Dict[str, Any]] = {}
     for path in sorted(model_dir.iterdir()):
         data = path.read_bytes()
         parts = [f"{path.name}.{i:02d}" for i in range(max(1, -(-len(data) // PART_BYTES)))]

@@ -20,6 +20,7 @@ from pathlib import Path
 from typing import List, Optional
 
 import srsly
+import torch
 from wasabi import msg
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
@@ -51,7 +52,8 @@ def main(argv: Optional[List[str]] = None) -> None:
     table_info = model.metadata.get("word_table") or {}
     lowercase = bool(table_info.get("lowercase", True))
     words = bilm.word_table_vocab.words
-    vectors = bilm.token_encoder.word_table.detach().float().cpu().numpy()
+    table: torch.Tensor = bilm.token_encoder.word_table  # type: ignore[assignment]
+    vectors = table.detach().float().cpu().numpy()
     n_keys = write_spacy_vectors(args.output, words, vectors, args.lang, lowercase)
     srsly.write_json(args.output / "word_table.json", {
         "model": args.weights or "embedded",

@@ -67,6 +67,7 @@ def main() -> None:
         budget = threading.Timer(args.max_minutes * 60, interrupt) if args.max_minutes else None
         if budget:
             budget.start()
+        assert process.stdout is not None  # stdout=PIPE
         for line in process.stdout:
             sys.stdout.write(line)
             log.write(line)
