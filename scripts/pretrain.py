@@ -34,6 +34,9 @@ def main() -> None:
         print(f"Using the biLM shipped in the package: {default_model_path()}")
         return
     output = Path(args.output)
+    if (output / "model-best").exists():
+        print(f"{output / 'model-best'} exists; delete {output} to pretrain again")
+        return
     command = [sys.executable, "-m", "spacy_elmo", "pretrain", args.config, str(output),
                "--paths.train", args.train, "--paths.dev", args.dev, "--gpu-id", str(args.gpu_id)]
     if args.word_table.lower() != "none":
@@ -46,11 +49,8 @@ def main() -> None:
                          "or pass --word-table none)")
         command += ["--paths.word_table", str(table), "--paths.softmax_init", str(table)]
     command += extra
-    if (output / "checkpoint.pt").exists() and not (output / "model-best").exists():
+    if (output / "checkpoint.pt").exists():
         command.append("--resume")
-    elif (output / "model-best").exists():
-        print(f"{output / 'model-best'} exists; delete {output} to pretrain again")
-        return
     sys.exit(subprocess.call(command))
 
 
