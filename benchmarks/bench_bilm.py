@@ -187,11 +187,12 @@ def linear_probe(
 
 
 # -- the table -----------------------------------------------------------------------------
-def _load(model: str):
+def _load(model: str, with_softmax: bool = True):
+    """The model's biLM, and its training softmax when `with_softmax` (perplexity needs it, the probes do not)."""
     from spacy_elmo.io import load_model
     from spacy_elmo.resources import default_model_path
 
-    return load_model(default_model_path() if model == "embedded" else model)
+    return load_model(default_model_path() if model == "embedded" else model, with_softmax=with_softmax)
 
 
 def _provenance(metadata: dict) -> Tuple[float, float]:
@@ -205,7 +206,7 @@ def _provenance(metadata: dict) -> Tuple[float, float]:
 
 
 def evaluate(model: str, sections: Sequence[str], limit: int = 0) -> dict:
-    loaded = _load(model)
+    loaded = _load(model, with_softmax="ppl" in sections)
     bilm = loaded.bilm
     bilm.eval()
     tokens, hours = _provenance(loaded.metadata)
