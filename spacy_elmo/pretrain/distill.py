@@ -14,7 +14,10 @@ that ships one (a module with `get_model_path()` or `MODEL_DIR`, e.g.
 `torch.no_grad` (in bfloat16 where the machine computes it natively), or read
 from a cache built once for the corpus (`teacher_cache.py`). A word table
 directory is a teacher too: its vectors, distilled into the token layer,
-give a biLM without a table some of what the table knows.
+give a biLM without a table some of what the table knows. The targets are
+the teacher's token vectors, their context part (a vector minus its word's
+mean), or a sentence's other vectors averaged (`targets = "sentence"`: what
+the sentence is about).
 """
 import contextlib
 import importlib
@@ -31,7 +34,7 @@ from ..bilm.lstm import LSTMState
 
 LAYER_CHOICES = ("top", "mix", "token")
 MAP_CHOICES = ("linear", "orthogonal")
-TARGET_CHOICES = ("token", "context")
+TARGET_CHOICES = ("token", "context", "sentence")
 PRECISIONS = ("auto", "bfloat16", "float32")
 
 
@@ -276,6 +279,34 @@ class ContextTargets:
         return torch.where(known[:, None].to(vectors.device), vectors - means, vectors.new_zeros(())), mask & known
 
 
+class SentenceTargets:
+    """A teacher whose targets are each token's sentence without it: the mean of the teacher's
+    vectors of the other tokens of its sentence (those the teacher has a vector for).
+
+    With a word table teacher this is the model-free context baseline of the
+    sense probe (`benchmarks/bench_bilm.py`): what the sentence is about,
+    which a next-word objective need not keep. Tokens whose sentence has no
+    other token with a vector are left out of the loss.
+    """
+
+    def __init__(self, teacher: Any) -> None:
+        self.teacher, self.dim, self.directory = teacher, teacher.dim, teacher.directory
+
+    def token_vectors(self, sentences: Sequence[Sequence[str]]) -> Tuple[torch.Tensor, torch.Tensor]:
+        """(each token's mean of its sentence's other vectors, mask), tokens of all sentences in order."""
+        vectors, mask = self.teacher.token_vectors(sentences)
+        vectors = vectors.float()  # a cache's float16 would lose the sums' precision
+        lengths = torch.tensor([len(s) for s in sentences], dtype=torch.long)
+        sentence = torch.repeat_interleave(torch.arange(len(sentences)), lengths).to(vectors.device)
+        mask = mask.to(vectors.device)
+        kept = vectors * mask[:, None].to(vectors.dtype)
+        sums = kept.new_zeros((len(sentences), self.dim)).index_add_(0, sentence, kept)
+        counts = torch.zeros(len(sentences), device=vectors.device).index_add_(0, sentence, mask.float())
+        others = counts[sentence] - mask.float()
+        means = (sums[sentence] - kept) / others.clamp(min=1)[:, None]
+        return means, others > 0
+
+
 def _token_batches(segments: Iterable[Sequence[str]], batch_tokens: int, limit: int) -> Iterable[List[List[str]]]:
     """Batches of about `batch_tokens` tokens of the first `limit` tokens' segments."""
     batch: List[List[str]] = []
@@ -406,9 +437,13 @@ def build_distillation(
         if settings.get("cache"):
             raise DistillError("[training.distill] cache: a word table teacher is a lookup; it needs no cache")
         table = WordTableTeacher(directory)
-        if settings.get("targets", "token") != "token":
-            raise DistillError('[training.distill] targets = "context": a word table has no context; use "token"')
-        return table, DistilledLM(lm, table.dim, settings["layer"], settings["map"]).to(device)
+        if settings.get("targets", "token") == "context":
+            raise DistillError(
+                '[training.distill] targets = "context": a word table has no context; use "token" or "sentence"'
+            )
+        return _with_targets(table, settings, segments), DistilledLM(
+            lm, table.dim, settings["layer"], settings["map"]
+        ).to(device)
     teacher: Any = Teacher(
         directory,
         settings["teacher_layer"],
@@ -427,12 +462,15 @@ def build_distillation(
 
 
 def _with_targets(teacher: Any, settings: Dict[str, Any], segments: Optional[Callable[[], Iterable[Any]]]) -> Any:
-    """`teacher` as `[training.distill] targets` asks: its vectors ("token") or their context part."""
+    """`teacher` as `[training.distill] targets` asks: its vectors ("token"), their context part
+    ("context") or the mean of the sentence's other vectors ("sentence")."""
     targets = settings.get("targets", "token")
     if targets not in TARGET_CHOICES:
         raise DistillError(f"[training.distill] targets = {targets!r}; choose one of {TARGET_CHOICES}")
     if targets == "token":
         return teacher
+    if targets == "sentence":
+        return SentenceTargets(teacher)
     if segments is None:
         raise DistillError('[training.distill] targets = "context" needs the training corpus to fit the words\' means')
     return ContextTargets(teacher, segments(), settings["context_tokens"], settings["context_min_count"])
@@ -443,6 +481,7 @@ __all__ = [
     "DistillError",
     "DistillTargets",
     "DistilledLM",
+    "SentenceTargets",
     "Teacher",
     "WordTableTeacher",
     "batch_sentences",

@@ -126,8 +126,9 @@ layer = "top"
 # the map: "linear" (any affine map) or "orthogonal" (a scale times orthonormal columns, plus a
 # bias: it keeps the layer's angles, so the layer's own cosine neighbourhoods must follow the teacher's)
 map = "linear"
-# what the map regresses: "token" (the teacher's token vectors) or "context" (each token's vector
+# what the map regresses: "token" (the teacher's token vectors), "context" (each token's vector
 # minus its word's mean vector over the corpus's first context_tokens tokens: what the context adds)
+# or "sentence" (the mean of the teacher's vectors of the other tokens of its sentence)
 targets = "token"
 context_tokens = 1000000
 # words seen fewer times than this in those tokens are left out of the loss (targets = "context")
@@ -206,7 +207,7 @@ class DistillSchema(BaseModel):
     weight: float = Field(ge=0)
     layer: Literal["top", "mix", "token"]
     map: Literal["linear", "orthogonal"]
-    targets: Literal["token", "context"]
+    targets: Literal["token", "context", "sentence"]
     context_tokens: int = Field(ge=1)
     context_min_count: int = Field(ge=1)
     teacher_layer: int

@@ -301,3 +301,47 @@ def test_pretrain_with_context_targets(tiny_config_path, small_corpus, teacher_d
     assert any(numpy.isfinite(row.get("train_distill_loss", numpy.nan)) for row in rows)
     with pytest.raises(SettingsError, match="targets"):
         _run(tiny_config_path, small_corpus, **{"training.distill.targets": "sense"})
+
+
+def test_sentence_targets_are_the_mean_of_the_sentences_other_vectors(tmp_path):
+    from spacy_elmo.pretrain.distill import SentenceTargets, WordTableTeacher
+    from spacy_elmo.pretrain.word_table import write_word_table
+
+    vectors = numpy.array([[1, 0], [0, 2], [4, 4]], dtype=numpy.float32)  # the, bank, river
+    write_word_table(tmp_path / "table", ["the", "bank", "river"], vectors, dtype="float32")
+    targets = SentenceTargets(WordTableTeacher(tmp_path / "table"))
+    assert targets.dim == 2
+    sentences = [["The", "bank", "of", "the", "river"], ["river"], ["of", "bank"]]
+    found, mask = targets.token_vectors(sentences)
+    # "of" has no vector: it is left out of every mean, but its own sentence still gives it a target
+    expected = [
+        ([0, 2] + [1, 0] + [4, 4], 3),  # The: bank, the, river
+        ([1, 0] + [1, 0] + [4, 4], 3),  # bank: The, the, river
+        ([1, 0] + [0, 2] + [1, 0] + [4, 4], 4),  # of: all four with a vector
+        ([1, 0] + [0, 2] + [4, 4], 3),  # the
+        ([1, 0] + [0, 2] + [1, 0], 3),  # river
+    ]
+    sums = {"The": [5, 6], "bank": [6, 4], "of": [6, 6], "the": [5, 6], "river": [2, 2]}
+    for row, word in enumerate(sentences[0]):
+        count = expected[row][1]
+        numpy.testing.assert_allclose(found[row].numpy(), numpy.array(sums[word]) / count, rtol=1e-6)
+    # "river" alone and "bank" beside "of" have no other token with a vector: out of the loss
+    assert mask.tolist() == [True] * 5 + [False] + [True, False]
+    numpy.testing.assert_allclose(found[6].numpy(), vectors[1])  # "of": the mean of "bank" alone
+
+
+def test_pretrain_with_sentence_targets_from_a_word_table(tiny_config_path, small_corpus, tmp_path):
+    import json
+
+    from spacy_elmo.pretrain.word_table import write_word_table
+
+    words = ["the", "of", "and", "a", "to", "in"]
+    write_word_table(tmp_path / "table", words, numpy.random.default_rng(0).normal(size=(6, 5)), dtype="float32")
+    settings = {"training.distill.teacher": str(tmp_path / "table"), "training.distill.targets": "sentence"}
+    result = pretrain(_run(tiny_config_path, small_corpus, **settings), tmp_path / "run", progress=False)
+    assert result["step"] == 3
+    rows = [json.loads(line) for line in (tmp_path / "run" / "log.jsonl").read_text().splitlines()]
+    assert any(numpy.isfinite(row.get("train_distill_loss", numpy.nan)) for row in rows)
+    with pytest.raises(SettingsError, match='use "token" or "sentence"'):
+        config = _run(tiny_config_path, small_corpus, **{**settings, "training.distill.targets": "context"})
+        pretrain(config, tmp_path / "context", progress=False)
