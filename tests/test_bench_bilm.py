@@ -1,0 +1,82 @@
+"""benchmarks/bench_bilm.py's sentence readout: a ridge map from the top layer to the model-free
+sense baseline's vectors, on a stand-in GloVe and on a biLM whose top layer is known."""
+import sys
+from pathlib import Path
+
+import numpy
+import pytest
+import torch
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "benchmarks"))
+import bench_bilm  # noqa: E402
+
+ITEMS = bench_bilm.read_senses()
+SENTENCES = [tokens for _, _, tokens in ITEMS]
+
+
+class RandomGlove:
+    """A stand-in for GloVe: a random 8-d vector per lower-cased word, "the" and "." missing."""
+
+    def __init__(self, seed: int = 0) -> None:
+        words = sorted({t.lower() for s in SENTENCES for t in s} - {"the", "."})
+        self.index = {w: i for i, w in enumerate(words)}
+        self.vectors = numpy.random.default_rng(seed).normal(size=(len(words), 8)).astype(numpy.float32)
+        self.dim, self.directory = 8, "random"
+
+    def token_vectors(self, sentences):
+        ids = numpy.array([self.index.get(t.lower(), -1) for s in sentences for t in s])
+        return torch.from_numpy(self.vectors[numpy.maximum(ids, 0)]), torch.from_numpy(ids >= 0)
+
+
+class MeanBiLM:
+    """A 'biLM' whose layers are [noise; noise; the sentence mean]: its top layer holds the baseline."""
+
+    def __init__(self, glove: RandomGlove) -> None:
+        self.glove = glove
+
+    def embed(self, sentences):
+        means, _ = bench_bilm.sentence_means(sentences, self.glove)
+        out, start = [], 0
+        for s in sentences:
+            top = means[start : start + len(s)]
+            noise = numpy.random.default_rng(start).normal(size=(2, len(s), top.shape[1])).astype(numpy.float32)
+            out.append(numpy.concatenate([noise, top[None]]))
+            start += len(s)
+        return out
+
+
+def test_sentence_means_leave_out_the_token_and_the_words_without_a_vector():
+    glove = RandomGlove()
+    means, known = bench_bilm.sentence_means([["The", "bank", "of", "the", "river"], ["river", "."]], glove)
+    v = {w: glove.vectors[glove.index[w]] for w in ("bank", "of", "river")}
+    numpy.testing.assert_allclose(means[0], (v["bank"] + v["of"] + v["river"]) / 3, rtol=1e-5)
+    numpy.testing.assert_allclose(means[1], (v["of"] + v["river"]) / 2, rtol=1e-5)
+    assert known.tolist() == [True] * 5 + [False, True]  # "river" has only "." beside it
+    numpy.testing.assert_allclose(means[6], v["river"], rtol=1e-5)
+
+
+def test_a_top_layer_that_holds_the_baseline_reads_out_as_the_baseline():
+    glove = RandomGlove()
+    result = bench_bilm.sentence_readout(MeanBiLM(glove), ITEMS, SENTENCES, ridge=1e-6, glove=glove)
+    assert result["r2"] == pytest.approx(1.0, abs=1e-6)
+    means, _ = bench_bilm.sentence_means(SENTENCES, glove)
+    baseline = bench_bilm.sense_scores(means[bench_bilm._item_rows(ITEMS)][:, None], ITEMS)[0]
+    assert result["sense"] == pytest.approx(baseline)
+    assert result["tokens"] == int(bench_bilm.sentence_means(SENTENCES, glove)[1].sum())
+
+
+def test_a_top_layer_of_noise_reads_out_nothing():
+    glove = RandomGlove()
+
+    class NoiseBiLM(MeanBiLM):
+        def embed(self, sentences):
+            return [layers[[0, 1, 0]] for layers in super().embed(sentences)]  # the top layer is noise
+
+    result = bench_bilm.sentence_readout(NoiseBiLM(glove), ITEMS, SENTENCES, glove=glove)
+    assert result["r2"] < 0.05
+
+
+def test_the_readout_needs_tokens():
+    glove = RandomGlove()
+    with pytest.raises(ValueError, match="more tokens"):
+        bench_bilm.sentence_readout(MeanBiLM(glove), ITEMS, [["river"]], glove=glove)
