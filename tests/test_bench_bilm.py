@@ -80,3 +80,22 @@ def test_the_readout_needs_tokens():
     glove = RandomGlove()
     with pytest.raises(ValueError, match="more tokens"):
         bench_bilm.sentence_readout(MeanBiLM(glove), ITEMS, [["river"]], glove=glove)
+
+
+def test_the_baseline_by_frequency_bands_counts_only_the_bands_words():
+    glove = RandomGlove()
+    full = bench_bilm.glove_context_probe(ITEMS, glove)
+    assert bench_bilm.glove_context_probe(ITEMS, glove, ranks=(0, 10**7)) == full
+    order = ["Bank", "river", "money", "the"] + sorted(glove.index)  # "the" has no vector; first occurrence counts
+    kept = {"bank", "river", "money"}
+    restricted = RandomGlove()
+    restricted.index = {w: i for w, i in glove.index.items() if w in kept}
+    means, _ = bench_bilm.sentence_means(SENTENCES, restricted)
+    expected = bench_bilm.sense_scores(means[bench_bilm._item_rows(ITEMS)][:, None], ITEMS)[0]
+    assert bench_bilm.glove_context_probe(ITEMS, glove, ranks=(0, 4), order=order) == expected
+    rest = RandomGlove()
+    rest.index = {w: i for w, i in glove.index.items() if w not in kept}
+    means, _ = bench_bilm.sentence_means(SENTENCES, rest)
+    expected = bench_bilm.sense_scores(means[bench_bilm._item_rows(ITEMS)][:, None], ITEMS)[0]
+    assert bench_bilm.glove_context_probe(ITEMS, glove, ranks=(4, 10**7), order=order) == expected
+    assert len(glove.index) == len(RandomGlove().index)  # the caller's lookup is left whole
