@@ -253,13 +253,19 @@ def test_a_word_table_teacher_distils_its_vectors_into_the_token_layer(tiny_conf
     assert lm.bilm.lstm.weight_ih[0].grad is None or lm.bilm.lstm.weight_ih[0].grad.abs().sum() == 0
 
 
-def test_pretrain_with_a_word_table_teacher(tiny_config_path, small_corpus, tmp_path):
-    from spacy_elmo.pretrain.checkpoint import load_checkpoint
+def _word_table(tmp_path):
+    """A 5-d random table of six frequent words."""
     from spacy_elmo.pretrain.word_table import write_word_table
 
     words = ["the", "of", "and", "a", "to", "in"]
     write_word_table(tmp_path / "table", words, numpy.random.default_rng(0).normal(size=(6, 5)), dtype="float32")
-    settings = {"training.distill.teacher": str(tmp_path / "table"), "training.distill.layer": "token"}
+    return tmp_path / "table"
+
+
+def test_pretrain_with_a_word_table_teacher(tiny_config_path, small_corpus, tmp_path):
+    from spacy_elmo.pretrain.checkpoint import load_checkpoint
+
+    settings = {"training.distill.teacher": str(_word_table(tmp_path)), "training.distill.layer": "token"}
     result = pretrain(_run(tiny_config_path, small_corpus, **settings), tmp_path / "run", progress=False)
     assert result["step"] == 3
     assert load_checkpoint(tmp_path / "run" / "checkpoint.pt")["distill"]["map.weight"].shape[0] == 5
@@ -333,11 +339,7 @@ def test_sentence_targets_are_the_mean_of_the_sentences_other_vectors(tmp_path):
 def test_pretrain_with_sentence_targets_from_a_word_table(tiny_config_path, small_corpus, tmp_path):
     import json
 
-    from spacy_elmo.pretrain.word_table import write_word_table
-
-    words = ["the", "of", "and", "a", "to", "in"]
-    write_word_table(tmp_path / "table", words, numpy.random.default_rng(0).normal(size=(6, 5)), dtype="float32")
-    settings = {"training.distill.teacher": str(tmp_path / "table"), "training.distill.targets": "sentence"}
+    settings = {"training.distill.teacher": str(_word_table(tmp_path)), "training.distill.targets": "sentence"}
     result = pretrain(_run(tiny_config_path, small_corpus, **settings), tmp_path / "run", progress=False)
     assert result["step"] == 3
     rows = [json.loads(line) for line in (tmp_path / "run" / "log.jsonl").read_text().splitlines()]
