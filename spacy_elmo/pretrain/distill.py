@@ -285,17 +285,24 @@ class SentenceTargets:
 
     With a word table teacher this is the model-free context baseline of the
     sense probe (`benchmarks/bench_bilm.py`): what the sentence is about,
-    which a next-word objective need not keep. Tokens whose sentence has no
+    which a next-word objective need not keep. Words in `skip` (compared
+    lower-cased: the most frequent words of the run's vocabulary) are left
+    out of the means, so that these average the rarer content words, which
+    carry most of what tells senses apart. Tokens whose sentence has no
     other token with a vector are left out of the loss.
     """
 
-    def __init__(self, teacher: Any) -> None:
+    def __init__(self, teacher: Any, skip: Iterable[str] = ()) -> None:
         self.teacher, self.dim, self.directory = teacher, teacher.dim, teacher.directory
+        self.skip = {w.lower() for w in skip}
 
     def token_vectors(self, sentences: Sequence[Sequence[str]]) -> Tuple[torch.Tensor, torch.Tensor]:
         """(each token's mean of its sentence's other vectors, mask), tokens of all sentences in order."""
         vectors, mask = self.teacher.token_vectors(sentences)
         vectors = vectors.float()  # a cache's float16 would lose the sums' precision
+        if self.skip:
+            kept_words = torch.tensor([w.lower() not in self.skip for s in sentences for w in s], dtype=torch.bool)
+            mask = mask & kept_words.to(mask.device)
         lengths = torch.tensor([len(s) for s in sentences], dtype=torch.long)
         sentence = torch.repeat_interleave(torch.arange(len(sentences)), lengths).to(vectors.device)
         mask = mask.to(vectors.device)
@@ -422,13 +429,16 @@ def build_distillation(
     device: str,
     cache: Optional[Callable[["Teacher"], Any]] = None,
     segments: Optional[Callable[[], Iterable[Sequence[str]]]] = None,
+    frequent: Sequence[str] = (),
 ) -> Tuple[Any, DistilledLM]:
     """The teacher and the distilled LM of `[training.distill]` (teacher set).
 
     With `settings["cache"]`, `cache(teacher)` turns the live teacher into the
     reader of its cached vectors (the trainer's, which knows the corpus); the
     map then regresses the cached (projected) vectors. With `targets =
-    "context"`, the words' means are fitted on `segments()`, the training corpus.
+    "context"`, the words' means are fitted on `segments()`, the training corpus;
+    with `targets = "sentence"`, the first `sentence_skip_frequent` words of
+    `frequent` (the run's vocabulary, most frequent first) stay out of the means.
     """
     if mode != "sentences":
         raise DistillError('[training.distill] needs [training] mode = "sentences" (teacher vectors are per sentence)')
@@ -441,7 +451,7 @@ def build_distillation(
             raise DistillError(
                 '[training.distill] targets = "context": a word table has no context; use "token" or "sentence"'
             )
-        return _with_targets(table, settings, segments), DistilledLM(
+        return _with_targets(table, settings, segments, frequent), DistilledLM(
             lm, table.dim, settings["layer"], settings["map"]
         ).to(device)
     teacher: Any = Teacher(
@@ -456,21 +466,26 @@ def build_distillation(
         if cache is None:
             raise DistillError("[training.distill] cache: this run cannot build a teacher cache")
         teacher = cache(teacher)
-    return _with_targets(teacher, settings, segments), DistilledLM(
+    return _with_targets(teacher, settings, segments, frequent), DistilledLM(
         lm, teacher.dim, settings["layer"], settings["map"]
     ).to(device)
 
 
-def _with_targets(teacher: Any, settings: Dict[str, Any], segments: Optional[Callable[[], Iterable[Any]]]) -> Any:
+def _with_targets(
+    teacher: Any, settings: Dict[str, Any], segments: Optional[Callable[[], Iterable[Any]]], frequent: Sequence[str]
+) -> Any:
     """`teacher` as `[training.distill] targets` asks: its vectors ("token"), their context part
     ("context") or the mean of the sentence's other vectors ("sentence")."""
     targets = settings.get("targets", "token")
     if targets not in TARGET_CHOICES:
         raise DistillError(f"[training.distill] targets = {targets!r}; choose one of {TARGET_CHOICES}")
+    skip = settings.get("sentence_skip_frequent", 0)
+    if skip and targets != "sentence":
+        raise DistillError(f'[training.distill] sentence_skip_frequent = {skip} needs targets = "sentence"')
     if targets == "token":
         return teacher
     if targets == "sentence":
-        return SentenceTargets(teacher)
+        return SentenceTargets(teacher, frequent[:skip])
     if segments is None:
         raise DistillError('[training.distill] targets = "context" needs the training corpus to fit the words\' means')
     return ContextTargets(teacher, segments(), settings["context_tokens"], settings["context_min_count"])

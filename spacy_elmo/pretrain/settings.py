@@ -133,6 +133,9 @@ targets = "token"
 context_tokens = 1000000
 # words seen fewer times than this in those tokens are left out of the loss (targets = "context")
 context_min_count = 5
+# targets = "sentence": leave the run vocabulary's this many most frequent words out of the means,
+# so that they average the rarer content words (0: every word with a vector)
+sentence_skip_frequent = 0
 # which of the teacher's hidden states (0: its embeddings; -1: its last layer)
 teacher_layer = -1
 # wordpieces per sentence the teacher reads (tokens beyond are left out of the loss)
@@ -210,6 +213,7 @@ class DistillSchema(BaseModel):
     targets: Literal["token", "context", "sentence"]
     context_tokens: int = Field(ge=1)
     context_min_count: int = Field(ge=1)
+    sentence_skip_frequent: int = Field(ge=0)
     teacher_layer: int
     max_wordpieces: int = Field(ge=2)
     chunk_wordpieces: int = Field(ge=1)

@@ -287,7 +287,7 @@ class Trainer:
             try:
                 self.teacher, self.distilled = build_distillation(
                     self.lm, distill, self.config["training"]["mode"], str(self.device), self._teacher_cache,
-                    self._corpus_segments,
+                    self._corpus_segments, self.vocab.words,
                 )
             except DistillError as err:
                 raise SettingsError(str(err)) from None

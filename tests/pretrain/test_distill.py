@@ -335,6 +335,12 @@ def test_sentence_targets_are_the_mean_of_the_sentences_other_vectors(tmp_path):
     assert mask.tolist() == [True] * 5 + [False] + [True, False]
     numpy.testing.assert_allclose(found[6].numpy(), vectors[1])  # "of": the mean of "bank" alone
 
+    # the most frequent words (here "the", any case) stay out of the means, and have no target alone
+    rare = SentenceTargets(WordTableTeacher(tmp_path / "table"), skip=["<S>", "The"])
+    found, mask = rare.token_vectors(sentences[:1])
+    numpy.testing.assert_allclose(found.numpy(), [[2, 3], [4, 4], [2, 3], [2, 3], [0, 2]], rtol=1e-6)
+    assert mask.tolist() == [True] * 5
+
 
 def test_pretrain_with_sentence_targets_from_a_word_table(tiny_config_path, small_corpus, tmp_path):
     import json
@@ -347,3 +353,19 @@ def test_pretrain_with_sentence_targets_from_a_word_table(tiny_config_path, smal
     with pytest.raises(SettingsError, match='use "token" or "sentence"'):
         config = _run(tiny_config_path, small_corpus, **{**settings, "training.distill.targets": "context"})
         pretrain(config, tmp_path / "context", progress=False)
+    skip = {"training.distill.sentence_skip_frequent": 5}
+    result = pretrain(_run(tiny_config_path, small_corpus, **settings, **skip), tmp_path / "rare", progress=False)
+    assert result["step"] == 3
+    with pytest.raises(SettingsError, match='sentence_skip_frequent = 5 needs targets = "sentence"'):
+        config = _run(tiny_config_path, small_corpus, **{**settings, **skip, "training.distill.targets": "token"})
+        pretrain(config, tmp_path / "token", progress=False)
+
+
+def test_the_sentence_targets_skip_the_runs_most_frequent_words(tiny_config_path, tmp_path):
+    from spacy_elmo.pretrain.distill import SentenceTargets, build_distillation
+
+    lm, vocab = tiny_lm(tiny_config_path)
+    settings = dict(load_config(tiny_config_path)["training"]["distill"])
+    settings.update(teacher=str(_word_table(tmp_path)), targets="sentence", sentence_skip_frequent=4)
+    targets, _ = build_distillation(lm, settings, "sentences", "cpu", frequent=["<S>", "</S>", "<UNK>", "The", "of"])
+    assert isinstance(targets, SentenceTargets) and targets.skip == {"<s>", "</s>", "<unk>", "the"}
