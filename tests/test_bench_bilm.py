@@ -76,6 +76,24 @@ def test_a_top_layer_of_noise_reads_out_nothing():
     assert result["r2"] < 0.05
 
 
+def test_several_readouts_embed_the_text_once_and_match_one_at_a_time():
+    glove = RandomGlove()
+    rare = bench_bilm.in_band(glove, (3, 10**7), order=["bank", "river", "money"])
+
+    class CountingBiLM(MeanBiLM):
+        calls = 0
+
+        def embed(self, sentences):
+            CountingBiLM.calls += 1
+            return super().embed(sentences)
+
+    both = bench_bilm.sentence_readouts(CountingBiLM(glove), ITEMS, SENTENCES, {"all": glove, "rare": rare})
+    assert CountingBiLM.calls == 2  # the segments once, the probe's sentences once
+    assert both["all"] == bench_bilm.sentence_readout(MeanBiLM(glove), ITEMS, SENTENCES, glove=glove)
+    assert both["rare"] == bench_bilm.sentence_readout(MeanBiLM(glove), ITEMS, SENTENCES, glove=rare)
+    assert both["rare"]["r2"] != both["all"]["r2"]  # two targets, not one twice
+
+
 def test_the_readout_needs_tokens():
     glove = RandomGlove()
     with pytest.raises(ValueError, match="more tokens"):
