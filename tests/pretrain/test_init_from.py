@@ -76,3 +76,32 @@ def test_init_from_embedded_loads_the_shipped_biLM(small_corpus, tmp_path):
     assert continued.bilm.config == dataclasses.replace(shipped.bilm.config, word_table_trainable=False)
     name = "lstm.weight_hh.1"
     torch.testing.assert_close(continued.bilm.state_dict()[name], shipped.bilm.state_dict()[name], rtol=0, atol=1e-6)
+
+
+def test_a_widened_model_continues_where_the_narrow_one_stopped(tiny_config_path, small_corpus, tmp_path):
+    """scripts/widen_bilm.py, then --init-from: the wider run starts at the narrow model's perplexity
+    (its softmax widened too), its config takes the new projection_dim, and the script refuses to
+    overwrite a model or to narrow one."""
+    import subprocess
+    import sys
+    from pathlib import Path
+
+    script = Path(__file__).resolve().parents[2] / "scripts" / "widen_bilm.py"
+    common = dict(paths__train=str(small_corpus), paths__dev=str(small_corpus), training__eval_every=1000,
+                  training__checkpoint_every=1000)
+    first = pretrain(_config(tiny_config_path, training__max_steps=20, **common), tmp_path / "first", progress=False)
+    widen = [sys.executable, str(script), str(tmp_path / "first" / "model-last"), str(tmp_path / "wide")]
+    done = subprocess.run(widen + ["--projection-dim", "40"], capture_output=True, text=True)
+    assert done.returncode == 0, done.stdout + done.stderr
+    wide = load_model(tmp_path / "wide")
+    assert wide.bilm.config.projection_dim == 40 and wide.head.dim == 40
+    assert wide.metadata["widened_from"]["projection_dim"] == 32
+    second = pretrain(_config(tiny_config_path, paths__init_from=str(tmp_path / "wide"), training__max_steps=1,
+                              training__learning_rate=1e-9, **common), tmp_path / "second", progress=False)
+    assert abs(second["dev"]["mean"] - first["dev"]["mean"]) < 1e-3 * first["dev"]["mean"]
+    assert load_config(tmp_path / "second" / "config.cfg")["model"]["projection_dim"] == 40
+    again = subprocess.run(widen + ["--projection-dim", "64"], capture_output=True, text=True)
+    assert again.returncode == 1 and "not empty" in again.stdout + again.stderr
+    narrower = subprocess.run(widen[:-1] + [str(tmp_path / "narrow"), "--projection-dim", "16"],
+                              capture_output=True, text=True)
+    assert narrower.returncode == 1 and "must be larger" in narrower.stdout + narrower.stderr
