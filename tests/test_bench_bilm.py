@@ -132,3 +132,21 @@ def test_the_readout_section_of_a_pretrained_model(tiny_config_path, small_corpu
         assert row[key]["r2"] <= 1.0 and 0.0 <= row[key]["sense"] <= 1.0
     assert 0 < row["readout_rare"]["tokens"] <= row["readout"]["tokens"]
     bench_bilm.print_table([row])  # the readout table prints
+
+
+def test_the_speed_section_times_every_model_alternating_and_gives_ratios(tmp_path, capsys):
+    """Two saved models (one widened): each gets a tokens/s figure, and the table its ratio to the first."""
+    from spacy_elmo.bilm.widen import widen_projection
+    from spacy_elmo.io.native import save_native
+
+    from .bilm.word_tables import table_bilm
+
+    narrow = table_bilm(seed=2)
+    save_native(tmp_path / "narrow", narrow)
+    save_native(tmp_path / "wide", widen_projection(narrow, 16))
+    models = [str(tmp_path / "narrow"), str(tmp_path / "wide")]
+    speeds = bench_bilm.embed_speeds(models, SENTENCES[:20], rounds=2)
+    assert list(speeds) == models and all(v > 0 for v in speeds.values())
+    bench_bilm.print_speeds(speeds, 20, 2)
+    out = capsys.readouterr().out
+    assert "1.00" in out and f"{speeds[models[1]] / speeds[models[0]]:.2f}" in out
