@@ -95,12 +95,28 @@ def heldout_segments(path: Path = HELDOUT, max_length: int = 64) -> List[List[st
 
 
 # -- probes --------------------------------------------------------------------------------
+def sense_vectors(bilm, items: Sequence[Tuple[str, str, List[str]]]) -> numpy.ndarray:
+    """(n, L+1, width): each item's ambiguous word, every layer."""
+    layers = bilm.embed([tokens for _, _, tokens in items])
+    return numpy.stack([out[:, tokens.index(word)] for (word, _, tokens), out in zip(items, layers)])
+
+
 def sense_probe(bilm, items: Sequence[Tuple[str, str, List[str]]]) -> List[float]:
     """Leave-one-out 1-NN sense accuracy by cosine, one figure per output layer."""
-    layers = bilm.embed([tokens for _, _, tokens in items])
-    # (n, L+1, width): each sentence's ambiguous word
-    vectors = numpy.stack([out[:, tokens.index(word)] for (word, _, tokens), out in zip(items, layers)])
-    return sense_scores(vectors, items)
+    return sense_scores(sense_vectors(bilm, items), items)
+
+
+def widened_sense(bilm, items: Sequence[Tuple[str, str, List[str]]], old_projection_dim: int) -> Dict[str, float]:
+    """A widened model's top layer (scripts/widen_bilm.py): the probe on its old dimensions, on its
+    new ones, and their mean norms, which tell where a second objective has put what it learned."""
+    from spacy_elmo.bilm.widen import old_dims
+
+    top = sense_vectors(bilm, items)[:, -1:]
+    old = old_dims(old_projection_dim, bilm.config.projection_dim)
+    new = sorted(set(range(top.shape[-1])) - set(old))
+    return {"old": sense_scores(top[..., old], items)[0], "new": sense_scores(top[..., new], items)[0],
+            "old_norm": float(numpy.linalg.norm(top[:, 0, old], axis=1).mean()),
+            "new_norm": float(numpy.linalg.norm(top[:, 0, new], axis=1).mean())}
 
 
 def sense_scores(vectors: numpy.ndarray, items: Sequence[Tuple[str, str, List[str]]]) -> List[float]:
@@ -324,6 +340,28 @@ def _provenance(metadata: dict) -> Tuple[float, float]:
     return tokens, hours
 
 
+def _widened_from(metadata: dict) -> Optional[int]:
+    """The projection_dim a model had before scripts/widen_bilm.py, along its chain of runs (None: never
+    widened). A run from a widened model records it under `continued_from`; for runs that predate that
+    record, the start model named by `init_from` is read where it still is."""
+    from spacy_elmo.io.errors import WeightsError
+    from spacy_elmo.io.native import read_meta
+
+    while metadata:
+        if metadata.get("widened_from"):
+            return int(metadata["widened_from"]["projection_dim"])
+        start = metadata.get("init_from")
+        if start and start != "embedded":
+            try:
+                found = (read_meta(start).get("metadata") or {}).get("widened_from")
+            except WeightsError:
+                found = None
+            if found:
+                return int(found["projection_dim"])
+        metadata = metadata.get("continued_from") or {}
+    return None
+
+
 def evaluate(model: str, sections: Sequence[str], limit: int = 0, order: Optional[Sequence[str]] = None) -> dict:
     loaded = _load(model, with_softmax="ppl" in sections)
     bilm = loaded.bilm
@@ -344,6 +382,9 @@ def evaluate(model: str, sections: Sequence[str], limit: int = 0, order: Optiona
         row["linear"] = linear_probe(bilm, train, test)
     if "sense" in sections:
         row["sense"] = sense_probe(bilm, read_senses())
+        widened = _widened_from(loaded.metadata)
+        if widened:
+            row["widened_sense"] = widened_sense(bilm, read_senses(), widened)
     if "readout" in sections:
         segments, glove = heldout_segments()[: limit or 2000], GloveLookup()
         row.update(sentence_readouts(
@@ -400,6 +441,12 @@ def print_table(rows: List[dict]) -> None:
                  f'{r["readout"]["tokens"]} / {r["readout_rare"]["tokens"]}'] for r in readouts]
         header = ["model", "readout R^2 (held out)", "readout sense", "without the 1,000 most frequent: R^2",
                   "sense", "tokens"]
+        print("\n" + table(body, header))
+    widened = [r for r in rows if r.get("widened_sense")]
+    if widened:
+        body = [[r["model"], _fmt(r["sense"][-1], 3), *[_fmt(r["widened_sense"][k], 3) for k in ("old", "new")],
+                 *[_fmt(r["widened_sense"][k], 2) for k in ("old_norm", "new_norm")]] for r in widened]
+        header = ["model (widened)", "sense top", "its old dimensions", "its new ones", "norm old", "norm new"]
         print("\n" + table(body, header))
 
 

@@ -150,3 +150,23 @@ def test_the_speed_section_times_every_model_alternating_and_gives_ratios(tmp_pa
     bench_bilm.print_speeds(speeds, 20, 2)
     out = capsys.readouterr().out
     assert "1.00" in out and f"{speeds[models[1]] / speeds[models[0]]:.2f}" in out
+
+
+def test_a_widened_models_top_layer_is_probed_on_its_old_and_new_dimensions(tmp_path):
+    """Straight after widening, the old dimensions are the narrow model's top layer and the new ones
+    are zero; the model is found widened from its own metadata or from the start model it names."""
+    from spacy_elmo.bilm.widen import widen_projection
+    from spacy_elmo.io.native import save_native
+
+    from .bilm.word_tables import table_bilm
+
+    narrow = table_bilm(seed=4)
+    split = bench_bilm.widened_sense(widen_projection(narrow, 12), ITEMS, 8)
+    assert split["old"] == bench_bilm.sense_probe(narrow, ITEMS)[-1]
+    assert split["new_norm"] == 0.0 and split["old_norm"] > 0
+    save_native(tmp_path / "wide", widen_projection(narrow, 12), metadata={"widened_from": {"projection_dim": 8}})
+    assert bench_bilm._widened_from({"widened_from": {"projection_dim": 8}}) == 8
+    assert bench_bilm._widened_from({"init_from": str(tmp_path / "wide"), "continued_from": {}}) == 8
+    gone = {"init_from": str(tmp_path / "gone"), "continued_from": {"init_from": None}}
+    assert bench_bilm._widened_from(gone) is None
+    assert bench_bilm._widened_from({"init_from": "embedded"}) is None

@@ -68,8 +68,10 @@ def start_model(config: Config, report: bool) -> Optional[NativeModel]:
 
 
 def provenance(metadata: Mapping[str, Any]) -> Dict[str, Any]:
-    """What a continued model records of the model it started from (its own chain included)."""
-    return {k: metadata.get(k) for k in ("init_from", "tokens_seen", "training_seconds", "continued_from")}
+    """What a continued model records of the model it started from (its own chain included;
+    `widened_from`: scripts/widen_bilm.py made it from a narrower one)."""
+    keys = ("init_from", "tokens_seen", "training_seconds", "widened_from", "continued_from")
+    return {k: metadata.get(k) for k in keys if k != "widened_from" or metadata.get(k)}
 
 
 def start_provenance(config: Config) -> Optional[Dict[str, Any]]:

@@ -100,6 +100,8 @@ def test_a_widened_model_continues_where_the_narrow_one_stopped(tiny_config_path
                               training__learning_rate=1e-9, **common), tmp_path / "second", progress=False)
     assert abs(second["dev"]["mean"] - first["dev"]["mean"]) < 1e-3 * first["dev"]["mean"]
     assert load_config(tmp_path / "second" / "config.cfg")["model"]["projection_dim"] == 40
+    continued = load_model(tmp_path / "second" / "model-last").metadata["continued_from"]
+    assert continued["widened_from"]["projection_dim"] == 32
     again = subprocess.run(widen + ["--projection-dim", "64"], capture_output=True, text=True)
     assert again.returncode == 1 and "not empty" in again.stdout + again.stderr
     narrower = subprocess.run(widen[:-1] + [str(tmp_path / "narrow"), "--projection-dim", "16"],
