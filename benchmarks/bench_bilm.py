@@ -106,13 +106,16 @@ def sense_probe(bilm, items: Sequence[Tuple[str, str, List[str]]]) -> List[float
     return sense_scores(sense_vectors(bilm, items), items)
 
 
-def widened_sense(bilm, items: Sequence[Tuple[str, str, List[str]]], old_projection_dim: int) -> Dict[str, float]:
-    """A widened model's top layer (scripts/widen_bilm.py): the probe on its old dimensions, on its
-    new ones, and their mean norms, which tell where a second objective has put what it learned."""
+def widened_sense(
+    vectors: numpy.ndarray, items: Sequence[Tuple[str, str, List[str]]], old_projection_dim: int
+) -> Dict[str, float]:
+    """A widened model's top layer (scripts/widen_bilm.py), from its `sense_vectors`: the probe on its
+    old dimensions, on its new ones, and their mean norms, which tell where a second objective has put
+    what it learned."""
     from spacy_elmo.bilm.widen import old_dims
 
-    top = sense_vectors(bilm, items)[:, -1:]
-    old = old_dims(old_projection_dim, bilm.config.projection_dim)
+    top = vectors[:, -1:]
+    old = old_dims(old_projection_dim, top.shape[-1] // 2)
     new = sorted(set(range(top.shape[-1])) - set(old))
     return {"old": sense_scores(top[..., old], items)[0], "new": sense_scores(top[..., new], items)[0],
             "old_norm": float(numpy.linalg.norm(top[:, 0, old], axis=1).mean()),
@@ -381,10 +384,12 @@ def evaluate(model: str, sections: Sequence[str], limit: int = 0, order: Optiona
         test = read_upos(EWT / "en_ewt-ud-test.conllu.gz", limit // 4 if limit else 0)
         row["linear"] = linear_probe(bilm, train, test)
     if "sense" in sections:
-        row["sense"] = sense_probe(bilm, read_senses())
+        items = read_senses()
+        vectors = sense_vectors(bilm, items)  # embedded once for both tables
+        row["sense"] = sense_scores(vectors, items)
         widened = _widened_from(loaded.metadata)
         if widened:
-            row["widened_sense"] = widened_sense(bilm, read_senses(), widened)
+            row["widened_sense"] = widened_sense(vectors, items, widened)
     if "readout" in sections:
         segments, glove = heldout_segments()[: limit or 2000], GloveLookup()
         row.update(sentence_readouts(

@@ -161,7 +161,7 @@ def test_a_widened_models_top_layer_is_probed_on_its_old_and_new_dimensions(tmp_
     from .bilm.word_tables import table_bilm
 
     narrow = table_bilm(seed=4)
-    split = bench_bilm.widened_sense(widen_projection(narrow, 12), ITEMS, 8)
+    split = bench_bilm.widened_sense(bench_bilm.sense_vectors(widen_projection(narrow, 12), ITEMS), ITEMS, 8)
     assert split["old"] == bench_bilm.sense_probe(narrow, ITEMS)[-1]
     assert split["new_norm"] == 0.0 and split["old_norm"] > 0
     save_native(tmp_path / "wide", widen_projection(narrow, 12), metadata={"widened_from": {"projection_dim": 8}})
