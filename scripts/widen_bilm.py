@@ -24,7 +24,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 from spacy_elmo.bilm.widen import widen_projection, widen_softmax  # noqa: E402
 from spacy_elmo.io.errors import WeightsError  # noqa: E402
 from spacy_elmo.io.native import is_native, load_native, save_native  # noqa: E402
-from spacy_elmo.resources import default_model_path  # noqa: E402
+from spacy_elmo.pretrain.init_from import model_path  # noqa: E402
 
 
 def main(argv: Optional[List[str]] = None) -> None:
@@ -38,7 +38,7 @@ def main(argv: Optional[List[str]] = None) -> None:
     parser.add_argument("--seed", type=int, default=0, help="seed of those new weights (default %(default)s)")
     args = parser.parse_args(argv)
 
-    source = default_model_path() if args.model == "embedded" else Path(args.model)
+    source = model_path(args.model)
     if not is_native(source):
         msg.fail(f"{source}: not a native spacy-elmo model directory (no elmo.json)", exits=1)
     if args.output.exists() and any(args.output.iterdir()):

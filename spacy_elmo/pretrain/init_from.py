@@ -20,6 +20,11 @@ from .settings import SettingsError
 EMBEDDED_MODEL = "embedded"
 
 
+def model_path(source: str) -> Path:
+    """The directory a model name means: the embedded biLM's for "embedded", else the path itself."""
+    return default_model_path() if source == EMBEDDED_MODEL else Path(source)
+
+
 def start_model(config: Config, report: bool) -> Optional[NativeModel]:
     """The native model named by [paths] init_from (None for a run from scratch).
 
@@ -37,7 +42,7 @@ def start_model(config: Config, report: bool) -> Optional[NativeModel]:
             "[paths] word_table and init_from: the start model brings its own token layer (with its word table "
             "or without one); unset word_table"
         )
-    path = default_model_path() if source == EMBEDDED_MODEL else Path(source)
+    path = model_path(source)
     if not is_native(path):
         raise SettingsError(
             f"[paths] init_from = {source!r}: not a native spacy-elmo model directory (no elmo.json); "
@@ -80,7 +85,7 @@ def start_provenance(config: Config) -> Optional[Dict[str, Any]]:
     source = config["paths"].get("init_from")
     if not source:
         return None
-    path = default_model_path() if source == EMBEDDED_MODEL else Path(source)
+    path = model_path(source)
     try:
         return provenance(read_meta(path).get("metadata") or {})
     except WeightsError:
@@ -108,4 +113,4 @@ def continue_from(lm: LanguageModel, start: NativeModel, counts: Mapping[str, in
     return provenance(start.metadata)
 
 
-__all__ = ["EMBEDDED_MODEL", "continue_from", "provenance", "start_model", "start_provenance"]
+__all__ = ["EMBEDDED_MODEL", "continue_from", "model_path", "provenance", "start_model", "start_provenance"]
