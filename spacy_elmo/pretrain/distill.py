@@ -31,10 +31,12 @@ from torch import nn
 
 from ..bilm.language_model import LanguageModel, LMBatch
 from ..bilm.lstm import LSTMState
+from .similarity import SameWordSimilarity
 
 LAYER_CHOICES = ("top", "mix", "token")
 MAP_CHOICES = ("linear", "orthogonal")
 TARGET_CHOICES = ("token", "context", "sentence")
+LOSS_CHOICES = ("regression", "similarity")
 PRECISIONS = ("auto", "bfloat16", "float32")
 
 
@@ -353,9 +355,14 @@ class DistilledLM(nn.Module):
     the layer's own angles; an orthogonal one keeps those angles, so the
     layer's cosine neighbourhoods (what a nearest-neighbour probe reads) must
     themselves follow the teacher's.
+
+    With `similarity` (`loss = "similarity"`) there is no map: the loss
+    compares the layer's cosines between occurrences of the same word with
+    the teacher's (`similarity.py`).
     """
 
-    def __init__(self, lm: LanguageModel, teacher_dim: int, layer: str = "top", map_kind: str = "linear") -> None:
+    def __init__(self, lm: LanguageModel, teacher_dim: int, layer: str = "top", map_kind: str = "linear",
+                 similarity: Optional[SameWordSimilarity] = None) -> None:
         super().__init__()
         if layer not in LAYER_CHOICES:
             raise DistillError(f"[training.distill] layer = {layer!r}; choose one of {LAYER_CHOICES}")
@@ -363,10 +370,11 @@ class DistilledLM(nn.Module):
             raise DistillError(f"[training.distill] map = {map_kind!r}; choose one of {MAP_CHOICES}")
         self.lm = lm
         self.layer = layer
+        self.similarity = similarity
         config = lm.bilm.config
-        self.map = nn.Linear(config.width, teacher_dim)
+        self.map: Optional[nn.Linear] = None if similarity is not None else nn.Linear(config.width, teacher_dim)
         self.log_scale: Optional[nn.Parameter] = None
-        if map_kind == "orthogonal":
+        if map_kind == "orthogonal" and self.map is not None:
             nn.utils.parametrizations.orthogonal(self.map, "weight")
             self.log_scale = nn.Parameter(torch.zeros(()))
         self.mix_logits = nn.Parameter(torch.zeros(config.n_output_layers)) if layer == "mix" else None
@@ -383,6 +391,14 @@ class DistilledLM(nn.Module):
         losses, counts = self.lm.losses(outputs, batch, generator=generator)
         features = self.token_features(batch, rows.table, rows.index, outputs)
         mask = targets.mask.to(features.device)
+        if self.similarity is not None:
+            words = [w for sentence in batch_sentences(batch) for w in sentence]
+            sentences = [b for b, n in enumerate(batch.lengths) for _ in range(n - 1)]
+            kept = mask.nonzero().flatten().tolist()
+            wanted = targets.vectors.to(features.device)[mask]
+            distill = self.similarity(features[mask], wanted, [words[i] for i in kept], [sentences[i] for i in kept])
+            return losses, counts, final, distill
+        assert self.map is not None
         predicted = self.map(features[mask])
         if self.log_scale is not None:
             predicted = (predicted - self.map.bias) * self.log_scale.exp() + self.map.bias
@@ -452,7 +468,7 @@ def build_distillation(
                 '[training.distill] targets = "context": a word table has no context; use "token" or "sentence"'
             )
         return _with_targets(table, settings, segments, frequent), DistilledLM(
-            lm, table.dim, settings["layer"], settings["map"]
+            lm, table.dim, settings["layer"], settings["map"], _similarity(settings)
         ).to(device)
     teacher: Any = Teacher(
         directory,
@@ -467,8 +483,25 @@ def build_distillation(
             raise DistillError("[training.distill] cache: this run cannot build a teacher cache")
         teacher = cache(teacher)
     return _with_targets(teacher, settings, segments, frequent), DistilledLM(
-        lm, teacher.dim, settings["layer"], settings["map"]
+        lm, teacher.dim, settings["layer"], settings["map"], _similarity(settings)
     ).to(device)
+
+
+def _similarity(settings: Dict[str, Any]) -> Optional[SameWordSimilarity]:
+    """The same-word similarity loss where `[training.distill] loss = "similarity"` (None: regression)."""
+    loss = settings.get("loss", "regression")
+    if loss not in LOSS_CHOICES:
+        raise DistillError(f"[training.distill] loss = {loss!r}; choose one of {LOSS_CHOICES}")
+    if loss == "regression":
+        return None
+    if settings.get("map", "linear") != "linear":
+        raise DistillError('[training.distill] map = "orthogonal": loss = "similarity" uses no map')
+    try:
+        return SameWordSimilarity(
+            settings["similarity_bank"], settings["similarity_partners"], settings["similarity_temperature"]
+        )
+    except ValueError as err:
+        raise DistillError(f"[training.distill] {err}") from None
 
 
 def _with_targets(

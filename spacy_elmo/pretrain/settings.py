@@ -126,6 +126,16 @@ layer = "top"
 # the map: "linear" (any affine map) or "orthogonal" (a scale times orthonormal columns, plus a
 # bias: it keeps the layer's angles, so the layer's own cosine neighbourhoods must follow the teacher's)
 map = "linear"
+# the loss: "regression" (the map's mean squared error against the targets) or "similarity" (no
+# map: for each occurrence of a word, the softmax of the layer's cosines to the word's occurrences in
+# other sentences must match the targets' (a KL divergence); it shapes the layer's own angles)
+loss = "regression"
+# loss = "similarity": the last this many tokens are kept (detached) as the other occurrences
+similarity_bank = 200000
+# loss = "similarity": each occurrence compares at most this many of its word's recent occurrences
+similarity_partners = 32
+# loss = "similarity": the softmaxes' temperature (cosines are divided by it)
+similarity_temperature = 0.1
 # what the map regresses: "token" (the teacher's token vectors), "context" (each token's vector
 # minus its word's mean vector over the corpus's first context_tokens tokens: what the context adds)
 # or "sentence" (the mean of the teacher's vectors of the other tokens of its sentence)
@@ -210,6 +220,10 @@ class DistillSchema(BaseModel):
     weight: float = Field(ge=0)
     layer: Literal["top", "mix", "token"]
     map: Literal["linear", "orthogonal"]
+    loss: Literal["regression", "similarity"]
+    similarity_bank: int = Field(ge=0)
+    similarity_partners: int = Field(ge=2)
+    similarity_temperature: float = Field(gt=0)
     targets: Literal["token", "context", "sentence"]
     context_tokens: int = Field(ge=1)
     context_min_count: int = Field(ge=1)
