@@ -66,15 +66,17 @@ class SameWordSimilarity:
         anchors, from_bank, rows = self._partners(ids, keys)
         if anchors:
             device = features.device
-            index = torch.tensor(rows, dtype=torch.long, device=device)  # (m, partners), -1: padding
-            banked = torch.tensor(from_bank, dtype=torch.bool, device=device)
-            valid = index >= 0
-            index = index.clamp(min=0)
-            partner_h, partner_t = unit_h.detach()[torch.where(banked, 0, index)], unit_t[torch.where(banked, 0, index)]
-            if self.features is not None and self.targets is not None:
-                bank_rows = torch.where(banked, index, 0)
-                partner_h = torch.where(banked[..., None], self.features[bank_rows], partner_h)
-                partner_t = torch.where(banked[..., None], self.targets[bank_rows], partner_t)
+            index = torch.tensor(rows, dtype=torch.long)  # (m, partners), -1: padding
+            banked = torch.tensor(from_bank, dtype=torch.bool)
+            valid = (index >= 0).to(device)
+            # one pool: the batch's rows, then the bank slots some anchor compares
+            slots = torch.unique(index[banked])
+            index = torch.where(banked, len(words) + torch.searchsorted(slots, index), index.clamp(min=0)).to(device)
+            pool_h, pool_t = unit_h.detach(), unit_t
+            if len(slots) and self.features is not None and self.targets is not None:
+                pool_h = torch.cat([pool_h, self.features[slots.to(device)]])
+                pool_t = torch.cat([pool_t, self.targets[slots.to(device)]])
+            partner_h, partner_t = pool_h[index], pool_t[index]
             anchor = torch.tensor(anchors, dtype=torch.long, device=device)
             layer_cos = torch.einsum("md,mpd->mp", unit_h[anchor], partner_h) / self.temperature
             target_cos = torch.einsum("md,mpd->mp", unit_t[anchor], partner_t) / self.temperature

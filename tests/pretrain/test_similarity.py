@@ -161,3 +161,33 @@ def test_pretrain_with_the_similarity_loss_logs_it_and_keeps_no_map(tiny_config_
     assert not any(key.startswith("map.") for key in load_checkpoint(tmp_path / "run" / "checkpoint.pt")["distill"])
     with pytest.raises(SettingsError, match="similarity_temperature"):
         load_config(tiny_config_path, {**settings, "training.distill.similarity_temperature": 0})
+
+
+def test_the_loss_is_its_definition_over_batches_with_a_bank():
+    """Against a plain loop over each occurrence: its word's other occurrences in the batch in order,
+    then in the earlier batches' last `bank_tokens` tokens, most recent first, at most `partners`
+    (more than the batch holds, so that the bank's are compared too)."""
+    rng = numpy.random.default_rng(5)
+    loss, history, temperature = SameWordSimilarity(bank_tokens=40, partners=12, temperature=0.2), [], 0.2
+    for step in range(6):
+        n = 30
+        words = [f"w{i}" for i in rng.integers(0, 6, n)]
+        sentences = sorted(rng.integers(0, 8, n).tolist())
+        features = torch.tensor(rng.normal(size=(n, 4)), dtype=torch.float32)
+        targets = torch.tensor(rng.normal(size=(n, 3)), dtype=torch.float32)
+        found = float(loss(features, targets, words, sentences))
+        unit = lambda v: v / v.norm()  # noqa: E731
+        kls = []
+        for i in range(n):
+            partners = [(features[j], targets[j]) for j in range(n)
+                        if words[j] == words[i] and sentences[j] != sentences[i]]
+            partners += [(h, t) for w, key, h, t in reversed(history[-40:]) if w == words[i] and key != (step, sentences[i])]
+            partners = partners[:12]
+            if len(partners) < 2:
+                continue
+            layer = torch.stack([unit(features[i]) @ unit(h) for h, _ in partners]) / temperature
+            wanted = torch.stack([unit(targets[i]) @ unit(t) for _, t in partners]) / temperature
+            p = torch.softmax(wanted, 0)
+            kls.append(float((p * (torch.log_softmax(wanted, 0) - torch.log_softmax(layer, 0))).sum()))
+        history += [(words[i], (step, sentences[i]), features[i], targets[i]) for i in range(n)]
+        assert found == pytest.approx(numpy.mean(kls) if kls else 0.0, rel=1e-5, abs=1e-6)
