@@ -159,6 +159,11 @@ def test_pretrain_with_the_similarity_loss_logs_it_and_keeps_no_map(tiny_config_
     logged = [row["train_distill_loss"] for row in rows if "train_distill_loss" in row]
     assert logged and all(numpy.isfinite(logged)) and max(logged) > 0
     assert not any(key.startswith("map.") for key in load_checkpoint(tmp_path / "run" / "checkpoint.pt")["distill"])
+    # a resumed run continues with the same loss (its bank starts empty again)
+    longer = load_config(tiny_config_path, {**settings, "training.max_steps": 5, "training.eval_every": 5})
+    assert pretrain(longer, tmp_path / "run", resume=True, progress=False)["step"] == 5
+    rows = [json.loads(line) for line in (tmp_path / "run" / "log.jsonl").read_text().splitlines()]
+    assert rows[-1]["step"] == 5 and numpy.isfinite(rows[-1]["train_distill_loss"])
     with pytest.raises(SettingsError, match="similarity_temperature"):
         load_config(tiny_config_path, {**settings, "training.distill.similarity_temperature": 0})
 
