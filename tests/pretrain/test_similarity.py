@@ -10,7 +10,7 @@ from spacy_elmo.bilm.vocab import Vocabulary
 from spacy_elmo.pretrain import pretrain
 from spacy_elmo.pretrain.building import build_language_model
 from spacy_elmo.pretrain.checkpoint import load_checkpoint
-from spacy_elmo.pretrain.distill import DistilledLM, DistillTargets, WordTableTeacher, build_distillation
+from spacy_elmo.pretrain.distill import DistillTargets, WordTableTeacher, build_distillation
 from spacy_elmo.pretrain.settings import SettingsError, load_config
 from spacy_elmo.pretrain.similarity import SameWordSimilarity
 from spacy_elmo.pretrain.word_table import write_word_table
@@ -129,7 +129,8 @@ def test_the_distilled_lm_with_the_similarity_loss_has_no_map_and_trains_the_biL
     assert distilled.similarity.partners == 4
     batch = sentence_batch(SENTENCES, lm.vocab)
     generator = torch.Generator().manual_seed(1)
-    losses, counts, _, distill = distilled(batch, DistillTargets(*targets.token_vectors(SENTENCES)), generator=generator)
+    wanted = DistillTargets(*targets.token_vectors(SENTENCES))
+    losses, counts, _, distill = distilled(batch, wanted, generator=generator)
     plain, _, _ = lm(batch, generator=torch.Generator().manual_seed(1))
     torch.testing.assert_close(losses, plain, rtol=0, atol=0)  # the LM losses are exactly the LM's
     assert float(distill.detach()) > 0
@@ -186,7 +187,8 @@ def test_the_loss_is_its_definition_over_batches_with_a_bank():
         for i in range(n):
             partners = [(features[j], targets[j]) for j in range(n)
                         if words[j] == words[i] and sentences[j] != sentences[i]]
-            partners += [(h, t) for w, key, h, t in reversed(history[-40:]) if w == words[i] and key != (step, sentences[i])]
+            partners += [(h, t) for w, key, h, t in reversed(history[-40:])
+                         if w == words[i] and key != (step, sentences[i])]
             partners = partners[:12]
             if len(partners) < 2:
                 continue
