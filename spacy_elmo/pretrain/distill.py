@@ -468,7 +468,7 @@ def build_distillation(
                 '[training.distill] targets = "context": a word table has no context; use "token" or "sentence"'
             )
         return _with_targets(table, settings, segments, frequent), DistilledLM(
-            lm, table.dim, settings["layer"], settings["map"], _similarity(settings)
+            lm, table.dim, settings["layer"], settings["map"], _similarity(settings, frequent)
         ).to(device)
     teacher: Any = Teacher(
         directory,
@@ -483,22 +483,29 @@ def build_distillation(
             raise DistillError("[training.distill] cache: this run cannot build a teacher cache")
         teacher = cache(teacher)
     return _with_targets(teacher, settings, segments, frequent), DistilledLM(
-        lm, teacher.dim, settings["layer"], settings["map"], _similarity(settings)
+        lm, teacher.dim, settings["layer"], settings["map"], _similarity(settings, frequent)
     ).to(device)
 
 
-def _similarity(settings: Dict[str, Any]) -> Optional[SameWordSimilarity]:
-    """The same-word similarity loss where `[training.distill] loss = "similarity"` (None: regression)."""
+def _similarity(settings: Dict[str, Any], frequent: Sequence[str] = ()) -> Optional[SameWordSimilarity]:
+    """The same-word similarity loss where `[training.distill] loss = "similarity"` (None: regression);
+    the first `similarity_skip_frequent` words of `frequent` take no part in it."""
     loss = settings.get("loss", "regression")
     if loss not in LOSS_CHOICES:
         raise DistillError(f"[training.distill] loss = {loss!r}; choose one of {LOSS_CHOICES}")
+    skip = settings.get("similarity_skip_frequent", 0)
     if loss == "regression":
+        if skip:
+            raise DistillError(f'[training.distill] similarity_skip_frequent = {skip} needs loss = "similarity"')
         return None
     if settings.get("map", "linear") != "linear":
         raise DistillError('[training.distill] map = "orthogonal": loss = "similarity" uses no map')
     try:
         return SameWordSimilarity(
-            settings["similarity_bank"], settings["similarity_partners"], settings["similarity_temperature"]
+            settings["similarity_bank"],
+            settings["similarity_partners"],
+            settings["similarity_temperature"],
+            skip_words=frequent[:skip],
         )
     except ValueError as err:
         raise DistillError(f"[training.distill] {err}") from None

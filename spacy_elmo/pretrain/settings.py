@@ -136,6 +136,9 @@ similarity_bank = 200000
 similarity_partners = 32
 # loss = "similarity": the softmaxes' temperature (cosines are divided by it)
 similarity_temperature = 0.1
+# loss = "similarity": the run vocabulary's this many most frequent words are neither anchors nor
+# partners (0: every word takes part), so that the rarer words, whose senses differ, fill the loss
+similarity_skip_frequent = 0
 # what the map regresses: "token" (the teacher's token vectors), "context" (each token's vector
 # minus its word's mean vector over the corpus's first context_tokens tokens: what the context adds)
 # or "sentence" (the mean of the teacher's vectors of the other tokens of its sentence)
@@ -224,6 +227,7 @@ class DistillSchema(BaseModel):
     similarity_bank: int = Field(ge=0)
     similarity_partners: int = Field(ge=2)
     similarity_temperature: float = Field(gt=0)
+    similarity_skip_frequent: int = Field(0, ge=0)
     targets: Literal["token", "context", "sentence"]
     context_tokens: int = Field(ge=1)
     context_min_count: int = Field(ge=1)

@@ -17,7 +17,7 @@ gradient reaches the anchor only), as in momentum-contrast training. The bank
 is not checkpointed: a resumed run refills it from its next steps.
 """
 from collections import deque
-from typing import Deque, Dict, List, Optional, Sequence, Tuple
+from typing import Collection, Deque, Dict, List, Optional, Sequence, Tuple
 
 import torch
 from torch import nn
@@ -29,10 +29,13 @@ class SameWordSimilarity:
     `bank_tokens`: occurrences kept (0: partners come from the batch itself
     only); `partners`: each anchor compares at most this many of its word's
     most recent other occurrences; `temperature`: the softmaxes' (cosines are
-    divided by it, in both the layer and the targets).
+    divided by it, in both the layer and the targets); `skip_words`: words
+    (lower-cased) that are neither anchors nor partners, e.g. the most frequent
+    ones, whose occurrences would otherwise fill most of the loss.
     """
 
-    def __init__(self, bank_tokens: int = 200_000, partners: int = 32, temperature: float = 0.1) -> None:
+    def __init__(self, bank_tokens: int = 200_000, partners: int = 32, temperature: float = 0.1,
+                 skip_words: Collection[str] = ()) -> None:
         if partners < 2:
             raise ValueError("similarity_partners must be at least 2 (a softmax over one partner teaches nothing)")
         if temperature <= 0:
@@ -40,6 +43,7 @@ class SameWordSimilarity:
         if bank_tokens < 0:
             raise ValueError("similarity_bank must be 0 or more")
         self.capacity, self.partners, self.temperature = int(bank_tokens), int(partners), float(temperature)
+        self.skip_words = frozenset(w.lower() for w in skip_words)
         self.word_ids: Dict[str, int] = {}
         self.features: Optional[torch.Tensor] = None  # (capacity, width), unit rows
         self.targets: Optional[torch.Tensor] = None  # (capacity, dim), unit rows
@@ -57,10 +61,18 @@ class SameWordSimilarity:
         `targets` (n, dim) the teacher's, `words` the n tokens' strings
         (compared lower-cased) and `sentences` each token's sentence within
         the batch. Anchors with fewer than two partners are left out (the
-        loss is zero where none has two).
+        loss is zero where none has two). Occurrences of `skip_words` take no
+        part, nor a place in the bank.
         """
-        ids = [self.word_ids.setdefault(w.lower(), len(self.word_ids)) for w in words]
         keys = [int(k) + self.sentences_seen for k in sentences]
+        next_sentence = max(keys, default=self.sentences_seen - 1) + 1
+        if self.skip_words:
+            taking = [i for i, w in enumerate(words) if w.lower() not in self.skip_words]
+            if len(taking) < len(words):
+                index = torch.tensor(taking, dtype=torch.long, device=features.device)
+                features, targets = features[index], targets.to(features.device)[index]
+                words, keys = [words[i] for i in taking], [keys[i] for i in taking]
+        ids = [self.word_ids.setdefault(w.lower(), len(self.word_ids)) for w in words]
         unit_h = nn.functional.normalize(features, dim=-1)
         unit_t = nn.functional.normalize(targets.to(features.device, features.dtype), dim=-1)
         anchors, from_bank, rows = self._partners(ids, keys)
@@ -88,7 +100,7 @@ class SameWordSimilarity:
         else:
             loss = features.sum() * 0.0
         self._push(unit_h.detach(), unit_t.detach(), ids, keys)
-        self.sentences_seen = max(keys, default=self.sentences_seen - 1) + 1
+        self.sentences_seen = next_sentence
         return loss
 
     def _partners(self, ids: List[int], keys: List[int]) -> Tuple[List[int], List[List[bool]], List[List[int]]]:

@@ -144,6 +144,13 @@ def test_the_distilled_lm_with_the_similarity_loss_has_no_map_and_trains_the_biL
         build_distillation(lm, {**settings, "similarity_partners": 1}, "sentences", "cpu")
     with pytest.raises(Exception, match="loss = 'mse'"):
         build_distillation(lm, {**settings, "loss": "mse"}, "sentences", "cpu")
+    # the run vocabulary's most frequent words (here: the table's order) can be left out of the loss
+    frequent = ["the", "of", "bank"]
+    skipping = build_distillation(lm, {**settings, "similarity_skip_frequent": 2}, "sentences", "cpu",
+                                  frequent=frequent)
+    assert skipping[1].similarity.skip_words == {"the", "of"}
+    with pytest.raises(Exception, match="needs loss = \"similarity\""):
+        build_distillation(lm, {**settings, "loss": "regression", "similarity_skip_frequent": 2}, "sentences", "cpu")
     # the regression loss is as it was: a map, and no similarity
     assert build_distillation(lm, {**settings, "loss": "regression"}, "sentences", "cpu")[1].similarity is None
     assert isinstance(WordTableTeacher(_table(tmp_path)).dim, int)
@@ -169,12 +176,15 @@ def test_pretrain_with_the_similarity_loss_logs_it_and_keeps_no_map(tiny_config_
         load_config(tiny_config_path, {**settings, "training.distill.similarity_temperature": 0})
 
 
-def test_the_loss_is_its_definition_over_batches_with_a_bank():
+@pytest.mark.parametrize("skip", [(), ("w0", "W1")])
+def test_the_loss_is_its_definition_over_batches_with_a_bank(skip):
     """Against a plain loop over each occurrence: its word's other occurrences in the batch in order,
     then in the earlier batches' last `bank_tokens` tokens, most recent first, at most `partners`
-    (more than the batch holds, so that the bank's are compared too)."""
+    (more than the batch holds, so that the bank's are compared too). Skipped words are neither
+    anchors nor partners and take no place in the bank."""
     rng = numpy.random.default_rng(5)
-    loss, history, temperature = SameWordSimilarity(bank_tokens=40, partners=12, temperature=0.2), [], 0.2
+    skipped = {w.lower() for w in skip}
+    loss, history, temperature = SameWordSimilarity(40, 12, 0.2, skip_words=skip), [], 0.2
     for step in range(6):
         n = 30
         words = [f"w{i}" for i in rng.integers(0, 6, n)]
@@ -185,6 +195,8 @@ def test_the_loss_is_its_definition_over_batches_with_a_bank():
         unit = lambda v: v / v.norm()  # noqa: E731
         kls = []
         for i in range(n):
+            if words[i] in skipped:
+                continue
             partners = [(features[j], targets[j]) for j in range(n)
                         if words[j] == words[i] and sentences[j] != sentences[i]]
             partners += [(h, t) for w, key, h, t in reversed(history[-40:])
@@ -196,5 +208,6 @@ def test_the_loss_is_its_definition_over_batches_with_a_bank():
             wanted = torch.stack([unit(targets[i]) @ unit(t) for _, t in partners]) / temperature
             p = torch.softmax(wanted, 0)
             kls.append(float((p * (torch.log_softmax(wanted, 0) - torch.log_softmax(layer, 0))).sum()))
-        history += [(words[i], (step, sentences[i]), features[i], targets[i]) for i in range(n)]
+        history += [(words[i], (step, sentences[i]), features[i], targets[i])
+                    for i in range(n) if words[i] not in skipped]
         assert found == pytest.approx(numpy.mean(kls) if kls else 0.0, rel=1e-5, abs=1e-6)
