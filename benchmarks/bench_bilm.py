@@ -129,14 +129,18 @@ def widened_sense(
             "new_norm": float(numpy.linalg.norm(top[:, 0, new], axis=1).mean())}
 
 
+def unit_rows(vectors: numpy.ndarray) -> numpy.ndarray:
+    """The (n, width) `vectors` scaled to unit length (zero rows stay zero), so that dot products are cosines."""
+    return vectors / numpy.maximum(numpy.linalg.norm(vectors, axis=1, keepdims=True), 1e-12)
+
+
 def sense_scores(vectors: numpy.ndarray, items: Sequence[Tuple[str, str, List[str]]]) -> List[float]:
     """The probe's accuracy for (n, n_layers, width) vectors of the items' ambiguous words."""
     words = numpy.array([word for word, _, _ in items])
     senses = numpy.array([sense for _, sense, _ in items])
     scores = []
     for layer in range(vectors.shape[1]):
-        v = vectors[:, layer]
-        v = v / numpy.maximum(numpy.linalg.norm(v, axis=1, keepdims=True), 1e-12)
+        v = unit_rows(vectors[:, layer])
         correct = total = 0
         for word in sorted(set(words)):
             rows = numpy.flatnonzero(words == word)
@@ -275,7 +279,7 @@ def teacher_probe(items: Sequence[Tuple[str, str, List[str]]], teacher: str = "g
 
 def pair_cosines(vectors: numpy.ndarray, items: Sequence[Tuple[str, str, List[str]]]) -> Dict[str, numpy.ndarray]:
     """For each probe word, the cosines between its occurrences' (n, width) `vectors` (upper triangle)."""
-    unit = vectors / numpy.maximum(numpy.linalg.norm(vectors, axis=1, keepdims=True), 1e-12)
+    unit = unit_rows(vectors)
     words = numpy.array([word for word, _, _ in items])
     pairs = {}
     for word in sorted(set(words)):
