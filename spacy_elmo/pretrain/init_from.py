@@ -5,12 +5,13 @@ without keeping optimizer state. The model's architecture replaces the
 config's `[model]`, so that the run's config.cfg describes what is trained.
 """
 from pathlib import Path
-from typing import Any, Dict, Mapping, Optional
+from typing import Any, Dict, Mapping, Optional, Tuple
 
 import torch
 from confection import Config
 
 from ..bilm.language_model import LanguageModel
+from ..bilm.vocab import WordTableVocabulary
 from ..io.errors import WeightsError
 from ..io.native import NativeModel, is_native, load_native, read_meta
 from ..resources import default_model_path
@@ -72,6 +73,22 @@ def start_model(config: Config, report: bool) -> Optional[NativeModel]:
     return start
 
 
+def model_word_table(source: str) -> Optional[Tuple[WordTableVocabulary, torch.Tensor]]:
+    """The word table (vocabulary, float32 vectors of its pretrained rows) of the native model
+    `source` names ("embedded" or a directory), for [paths] softmax_init; None where `source`
+    is not a native model directory. A native model without a table is a SettingsError."""
+    path = model_path(source)
+    if not is_native(path):
+        return None
+    try:
+        model = load_native(path)
+    except WeightsError as err:
+        raise SettingsError(f"[paths] softmax_init: {err}") from None
+    if model.bilm.word_table_vocab is None:
+        raise SettingsError(f"[paths] softmax_init = {source!r}: that model has no word table to start the softmax from")
+    return model.bilm.word_table_vocab, model.bilm.token_encoder.word_table.detach().float()
+
+
 def provenance(metadata: Mapping[str, Any]) -> Dict[str, Any]:
     """What a continued model records of the model it started from (its own chain included;
     `widened_from`: scripts/widen_bilm.py made it from a narrower one)."""
@@ -113,4 +130,6 @@ def continue_from(lm: LanguageModel, start: NativeModel, counts: Mapping[str, in
     return provenance(start.metadata)
 
 
-__all__ = ["EMBEDDED_MODEL", "continue_from", "model_path", "provenance", "start_model", "start_provenance"]
+__all__ = [
+    "EMBEDDED_MODEL", "continue_from", "model_path", "model_word_table", "provenance", "start_model", "start_provenance"
+]

@@ -32,7 +32,8 @@ cache = null
 # character CNN (null: the character CNN alone)
 word_table = null
 # a word table directory whose vectors start the softmax's output embeddings (each word's
-# unit vector through one fixed random orthonormal map; words it lacks start at random)
+# unit vector through one fixed random orthonormal map; words it lacks start at random), or a
+# native model with a word table ("embedded": the shipped biLM's own table)
 softmax_init = null
 
 [corpus]

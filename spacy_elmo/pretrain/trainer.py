@@ -44,7 +44,7 @@ from .distill import (
     DistilledLM, DistillError, DistillTargets, Teacher, batch_sentences, build_distillation, resolve_teacher,
 )
 from .distributed import Dist, check_replicas, init_distributed, shutdown
-from .init_from import continue_from, start_model, start_provenance
+from .init_from import continue_from, model_word_table, start_model, start_provenance
 from .plot import plot_perplexity
 from .progress import Progress, StopFlag, Window
 from .settings import RunPaths, SettingsError, check_resume_config
@@ -336,11 +336,16 @@ class Trainer:
         return cached
 
     def _init_softmax(self, directory: str) -> None:
-        """[paths] softmax_init: the softmax's output embeddings start from that table's vectors."""
-        try:
-            vocab, vectors = load_word_table(directory)
-        except WordTableError as err:
-            raise SettingsError(f"[paths] softmax_init: {err}") from None
+        """[paths] softmax_init: the softmax's output embeddings start from that table's vectors
+        (a word table directory, or a native model's own table, e.g. "embedded")."""
+        from_model = model_word_table(directory)
+        if from_model is not None:
+            vocab, vectors = from_model
+        else:
+            try:
+                vocab, vectors = load_word_table(directory)
+            except WordTableError as err:
+                raise SettingsError(f"[paths] softmax_init: {err}") from None
         found = init_softmax_from_table(self.lm.head, self.vocab, vocab, vectors, self.seed)
         if self.progress and self.dist.is_main:
             print(f"softmax_init: {found:,} of {len(self.vocab):,} output embeddings start from {directory}")

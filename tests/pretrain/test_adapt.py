@@ -1,0 +1,86 @@
+"""Domain adaptation of a pretrained biLM (configs/adapt_ewt.cfg): continue the embedded model
+as a language model on a task's own text, its softmax started from the model's own word table
+([paths] softmax_init naming a model) and trained alone first."""
+from collections import Counter
+from pathlib import Path
+
+import numpy
+import pytest
+import torch
+
+from spacy_elmo.io import load_native
+from spacy_elmo.pretrain import SettingsError, load_config, pretrain
+from spacy_elmo.pretrain.word_table import write_word_table
+from spacy_elmo.resources import default_model_path
+
+ADAPT_CONFIG = Path(__file__).resolve().parents[2] / "configs" / "adapt_ewt.cfg"
+
+
+def _tiny(tiny_config_path, **settings):
+    base = {"training.max_steps": 1, "training.eval_every": 1000, "training.threads": 1}
+    base.update(settings)
+    return load_config(tiny_config_path, base)
+
+
+def test_softmax_init_from_a_models_table_equals_init_from_that_table(tiny_config_path, small_corpus, tmp_path):
+    """A native model with a frozen word table starts a softmax exactly as its table directory does."""
+    counts = Counter(w.lower() for line in small_corpus.read_text().splitlines() for w in line.split())
+    words = [w for w, _ in counts.most_common(200)]
+    vectors = numpy.random.default_rng(5).normal(size=(len(words), 12)).astype(numpy.float32)
+    write_word_table(tmp_path / "table", words, vectors, {"source": {"package": "test", "license": "CC0-1.0"}},
+                     dtype="float32")
+    train = str(small_corpus)
+    pretrain(_tiny(tiny_config_path, **{"paths.train": train, "paths.word_table": str(tmp_path / "table")}),
+             tmp_path / "with_table", progress=False)
+    model_dir = tmp_path / "with_table" / "model-last"
+    for name, source in (("from_dir", tmp_path / "table"), ("from_model", model_dir)):
+        pretrain(_tiny(tiny_config_path, **{"paths.train": train, "paths.softmax_init": str(source)}),
+                 tmp_path / name, progress=False)
+    a = load_native(tmp_path / "from_dir" / "model-last").head.state_dict()
+    b = load_native(tmp_path / "from_model" / "model-last").head.state_dict()
+    assert set(a) == set(b)
+    for key in a:
+        torch.testing.assert_close(a[key], b[key], rtol=0, atol=0)
+    # a model without a table has nothing to start from
+    pretrain(_tiny(tiny_config_path, **{"paths.train": train}), tmp_path / "no_table", progress=False)
+    with pytest.raises(SettingsError, match="no word table"):
+        pretrain(_tiny(tiny_config_path, **{"paths.train": train,
+                                            "paths.softmax_init": str(tmp_path / "no_table" / "model-last")}),
+                 tmp_path / "bad", progress=False)
+
+
+@pytest.fixture
+def task_docbin(tmp_path, ewt_sentences) -> Path:
+    """40 EWT training sentences as a DocBin, the form the project's corpus step writes."""
+    import spacy
+    from spacy.tokens import Doc, DocBin
+
+    vocab = spacy.blank("en").vocab
+    path = tmp_path / "task.spacy"
+    DocBin(docs=[Doc(vocab, words=words) for words in ewt_sentences[:40]]).to_disk(path)
+    return path
+
+
+def _adapt(task_docbin, output: Path, **settings) -> dict:
+    overrides = {"paths.train": str(task_docbin), "paths.dev": str(task_docbin), "training.eval_every": 1000,
+                 "training.checkpoint_every": 1000, "training.batch_tokens": 256}
+    overrides.update(settings)
+    return pretrain(load_config(ADAPT_CONFIG, overrides), output, progress=False)
+
+
+def test_adapt_config_holds_the_biLM_during_the_softmax_warmup_then_trains_it(task_docbin, tmp_path):
+    embedded = load_native(default_model_path()).bilm.state_dict()
+    _adapt(task_docbin, tmp_path / "warm", **{"training.max_steps": 1, "training.softmax_warmup_steps": 1})
+    warm = load_native(tmp_path / "warm" / "model-last")
+    for name, value in warm.bilm.state_dict().items():  # the softmax alone has learned
+        torch.testing.assert_close(value, embedded[name], rtol=0, atol=0, msg=name)
+    assert warm.metadata["init_from"] == "embedded" and warm.head is not None
+    assert set(warm.vocab.words) >= {"the", "."} and len(warm.vocab) < 1000  # the task text's words
+
+    _adapt(task_docbin, tmp_path / "adapted", **{"training.max_steps": 2, "training.softmax_warmup_steps": 1})
+    adapted = load_native(tmp_path / "adapted" / "model-last").bilm.state_dict()
+    moved = [name for name, value in adapted.items() if not torch.equal(value, embedded[name])]
+    assert any("lstm" in name for name in moved)
+    # the table stays frozen: the baseline with its rows as static vectors is still the fair one
+    torch.testing.assert_close(adapted["token_encoder.word_table"], embedded["token_encoder.word_table"],
+                               rtol=0, atol=0)
