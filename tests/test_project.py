@@ -65,6 +65,10 @@ def test_assets_and_smoke_workflow_without_shared(data_dir, tmp_path):
     assert vectors["rows"] == 34983 and vectors["table"]["source"]["license"] == "PDDL-1.0"
     trained = (project / "training" / "smoke-ewt_baseline_vectors" / "model-last" / "config.cfg").read_text()
     assert "include_static_vectors = true" in trained
+    # the EWT ELMo pipeline reads the biLM adapted to EWT's text (the `adapt-ewt` step)
+    assert (project / "training" / "smoke-adapted_ewt" / "model-best" / "elmo.json").is_file()
+    elmo_config = (project / "training" / "smoke-ewt_elmo" / "model-last" / "config.cfg").read_text()
+    assert "training/smoke-adapted_ewt/model-best" in elmo_config
     elmo = json.loads((project / "metrics" / "smoke-ewt_elmo.json").read_text())
     assert set(elmo["mixes"]) == {"tagger", "morphologizer", "parser"}
     for name in ("smoke-dev_curves.png", "smoke-layer_weights.png"):

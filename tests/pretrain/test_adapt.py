@@ -84,3 +84,42 @@ def test_adapt_config_holds_the_biLM_during_the_softmax_warmup_then_trains_it(ta
     # the table stays frozen: the baseline with its rows as static vectors is still the fair one
     torch.testing.assert_close(adapted["token_encoder.word_table"], embedded["token_encoder.word_table"],
                                rtol=0, atol=0)
+
+
+SCRIPT = Path(__file__).resolve().parents[2] / "scripts" / "adapt.py"
+
+
+def _script(*args: str) -> "subprocess.CompletedProcess[str]":
+    import subprocess
+    import sys
+
+    command = [sys.executable, str(SCRIPT), *args, "--training.max_steps", "2", "--training.softmax_warmup_steps", "1",
+               "--training.batch_tokens", "256", "--training.eval_every", "1000", "--training.checkpoint_every", "1000"]
+    return subprocess.run(command, capture_output=True, text=True, timeout=600)
+
+
+def test_adapt_script_starts_from_the_shipped_or_a_pretrained_biLM(task_docbin, tiny_config_path, small_corpus,
+                                                                   tmp_path):
+    """The project's `adapt-ewt` step: the shipped biLM (a new softmax from its own table), or the project's
+    pretrained one (with its softmax and vocabulary); a finished run is kept, not redone."""
+    data = ["--train", str(task_docbin), "--dev", str(task_docbin)]
+    done = _script("--elmo-model", "shipped", *data, "--output", str(tmp_path / "shipped"))
+    assert done.returncode == 0, done.stderr[-3000:]
+    adapted = load_native(tmp_path / "shipped" / "model-best")
+    assert adapted.metadata["init_from"] == "embedded" and 'softmax_init = "embedded"' in adapted.metadata["config"]
+    again = _script("--elmo-model", "shipped", *data, "--output", str(tmp_path / "shipped"))
+    assert again.returncode == 0 and "has finished" in again.stdout
+
+    pretrain(_tiny(tiny_config_path, **{"paths.train": str(small_corpus)}), tmp_path / "pretrain", progress=False)
+    start = load_native(tmp_path / "pretrain" / "model-last")
+    done = _script("--elmo-model", "pretrained", "--pretrained-dir", str(tmp_path / "pretrain" / "model-last"),
+                   *data, "--output", str(tmp_path / "pretrained"), "--softmax.kind", "full")  # the tiny model's kind
+    assert done.returncode == 0, done.stderr[-3000:]
+    adapted = load_native(tmp_path / "pretrained" / "model-best")
+    assert adapted.metadata["init_from"] == str(tmp_path / "pretrain" / "model-last")
+    assert adapted.vocab.words == start.vocab.words  # its own softmax came along
+    assert adapted.bilm.config.lstm_dim == start.bilm.config.lstm_dim
+
+    failed = _script("--elmo-model", "shipped", "--train", str(tmp_path / "missing.spacy"), "--dev", str(task_docbin),
+                     "--output", str(tmp_path / "bad"))
+    assert failed.returncode != 0 and "missing.spacy" in failed.stdout + failed.stderr
