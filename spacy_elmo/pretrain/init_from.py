@@ -13,7 +13,7 @@ from confection import Config
 from ..bilm.language_model import LanguageModel
 from ..bilm.vocab import WordTableVocabulary
 from ..io.errors import WeightsError
-from ..io.native import NativeModel, is_native, load_native, read_meta
+from ..io.native import WORD_TABLE_TENSOR, NativeModel, is_native, load_native, read_meta
 from ..resources import default_model_path
 from .settings import SettingsError
 
@@ -85,8 +85,10 @@ def model_word_table(source: str) -> Optional[Tuple[WordTableVocabulary, torch.T
     except WeightsError as err:
         raise SettingsError(f"[paths] softmax_init: {err}") from None
     if model.bilm.word_table_vocab is None:
-        raise SettingsError(f"[paths] softmax_init = {source!r}: that model has no word table to start the softmax from")
-    return model.bilm.word_table_vocab, model.bilm.token_encoder.word_table.detach().float()
+        raise SettingsError(
+            f"[paths] softmax_init = {source!r}: that model has no word table to start the softmax from"
+        )
+    return model.bilm.word_table_vocab, model.bilm.state_dict()[WORD_TABLE_TENSOR].float()
 
 
 def provenance(metadata: Mapping[str, Any]) -> Dict[str, Any]:

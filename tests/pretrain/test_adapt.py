@@ -1,6 +1,8 @@
 """Domain adaptation of a pretrained biLM (configs/adapt_ewt.cfg): continue the embedded model
 as a language model on a task's own text, its softmax started from the model's own word table
 ([paths] softmax_init naming a model) and trained alone first."""
+import subprocess
+import sys
 from collections import Counter
 from pathlib import Path
 
@@ -90,9 +92,6 @@ SCRIPT = Path(__file__).resolve().parents[2] / "scripts" / "adapt.py"
 
 
 def _script(*args: str) -> "subprocess.CompletedProcess[str]":
-    import subprocess
-    import sys
-
     command = [sys.executable, str(SCRIPT), *args, "--training.max_steps", "2", "--training.softmax_warmup_steps", "1",
                "--training.batch_tokens", "256", "--training.eval_every", "1000", "--training.checkpoint_every", "1000"]
     return subprocess.run(command, capture_output=True, text=True, timeout=600)
