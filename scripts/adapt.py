@@ -2,7 +2,7 @@
 
     python scripts/adapt.py --elmo-model shipped|pretrained --train T.spacy --dev D.spacy
         [--output training/adapted_ewt] [--pretrained-dir training/pretrain/model-best]
-        [--config configs/adapt_ewt.cfg] [PRETRAIN OVERRIDES...]
+        [--config configs/pretrain_adapt_ewt.cfg] [PRETRAIN OVERRIDES...]
 
 The ELMo paper's domain transfer (section 3.4, supplement A.1): the pretrained
 biLM goes on training as a language model on the task's own training text,
@@ -29,7 +29,7 @@ def main() -> None:
     parser.add_argument("--output", default="training/adapted_ewt")
     parser.add_argument("--pretrained-dir", default="training/pretrain/model-best",
                         help="the biLM to adapt with --elmo-model pretrained (%(default)s)")
-    parser.add_argument("--config", default="configs/adapt_ewt.cfg")
+    parser.add_argument("--config", default="configs/pretrain_adapt_ewt.cfg")
     parser.add_argument("--gpu-id", type=int, default=-1)
     args, extra = parser.parse_known_args()
     output = Path(args.output)

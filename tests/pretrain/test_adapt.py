@@ -1,4 +1,4 @@
-"""Domain adaptation of a pretrained biLM (configs/adapt_ewt.cfg): continue the embedded model
+"""Domain adaptation of a pretrained biLM (configs/pretrain_adapt_ewt.cfg): continue the embedded model
 as a language model on a task's own text, its softmax started from the model's own word table
 ([paths] softmax_init naming a model) and trained alone first."""
 import subprocess
@@ -15,7 +15,7 @@ from spacy_elmo.pretrain import SettingsError, load_config, pretrain
 from spacy_elmo.pretrain.word_table import write_word_table
 from spacy_elmo.resources import default_model_path
 
-ADAPT_CONFIG = Path(__file__).resolve().parents[2] / "configs" / "adapt_ewt.cfg"
+ADAPT_CONFIG = Path(__file__).resolve().parents[2] / "configs" / "pretrain_adapt_ewt.cfg"
 
 
 def _tiny(tiny_config_path, **settings):
