@@ -16,9 +16,9 @@ The adapted model is OUTPUT/model-best. A run already under way continues
 from its checkpoint; a finished one (OUTPUT/model-last exists) is kept.
 """
 import argparse
-import subprocess
-import sys
 from pathlib import Path
+
+from pretrain import run_pretrain  # scripts/pretrain.py, beside this script
 
 
 def main() -> None:
@@ -36,16 +36,11 @@ def main() -> None:
     if (output / "model-last").exists():
         print(f"{output} has finished (model-last exists); delete {output} to adapt again")
         return
-    command = [sys.executable, "-m", "spacy_elmo", "pretrain", args.config, str(output),
-               "--paths.train", args.train, "--paths.dev", args.dev, "--gpu-id", str(args.gpu_id)]
+    settings = ["--paths.train", args.train, "--paths.dev", args.dev, "--gpu-id", str(args.gpu_id)]
     if args.elmo_model == "pretrained":
         # that model brings its own softmax (and vocabulary): nothing to start one from
-        command += ["--paths.init_from", args.pretrained_dir, "--paths.softmax_init", "null"]
-    if (output / "checkpoint.pt").exists():
-        command.append("--resume")
-    code = subprocess.call(command + extra)
-    if code != 0:
-        sys.exit(code)
+        settings += ["--paths.init_from", args.pretrained_dir, "--paths.softmax_init", "null"]
+    run_pretrain(args.config, output, settings + extra)
 
 
 if __name__ == "__main__":

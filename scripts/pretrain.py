@@ -55,7 +55,7 @@ def main() -> None:
     first = output if args.passes == 1 else output.with_name(output.name + "-pass1")
     first_pass = common + (["--paths.word_table", str(table), "--paths.softmax_init", str(table)] if table else [])
     if not (first / "model-last").exists():
-        _pretrain(args.config, first, first_pass + extra)
+        run_pretrain(args.config, first, first_pass + extra)
     if args.passes == 1:
         return
     # the second pass starts from the first pass's biLM alone (as the shipped model started from the
@@ -66,10 +66,12 @@ def main() -> None:
     second_pass = common + ["--paths.init_from", str(start)]
     if table is not None:
         second_pass += ["--paths.softmax_init", str(table), "--model.word_table_trainable", "true"]
-    _pretrain(args.config, output, second_pass + extra)
+    run_pretrain(args.config, output, second_pass + extra)
 
 
-def _pretrain(config: str, output: Path, settings: List[str]) -> None:
+def run_pretrain(config: str, output: Path, settings: List[str]) -> None:
+    """`spacy_elmo pretrain CONFIG OUTPUT SETTINGS`, resuming OUTPUT's checkpoint where there is
+    one; a failure exits with its code (scripts/adapt.py runs its adaptation through it too)."""
     command = [sys.executable, "-m", "spacy_elmo", "pretrain", config, str(output)] + settings
     _run(command + (["--resume"] if (output / "checkpoint.pt").exists() else []))
 
