@@ -7,6 +7,12 @@ to a contextual encoder (e.g. spaCy's MaxoutWindowEncoder) of that width.
 The ELMo settings of the task (its mix, the dropout of the mixed vector, the
 gradient factor into the biLM) are the `elmo` listener's own arguments.
 
+`output_elmo`, a second listener with a mix of its own, also puts ELMo at the
+output (the paper's section 3.3: "include ELMo at the output of the task RNN
+by introducing another set of output specific linear weights and replacing
+h_k with [h_k; ELMo_k^task]"): the encoder's output is concatenated with that
+mix, so the component's output layer reads both.
+
     [components.tagger.model.tok2vec]
     @architectures = "spacy-elmo.ElmoTok2Vec.v1"
     width = 96
@@ -45,12 +51,15 @@ def ElmoTok2Vec(
     encode: Optional[Model[List[Floats2d], List[Floats2d]]] = None,
     maxout_pieces: int = 3,
     dropout: Optional[float] = 0.0,
+    output_elmo: Optional[Model[List, List[Floats2d]]] = None,
 ) -> Model[List, List[Floats2d]]:
     """Concatenate the ELMo mix with `embed`, project to `width`, then `encode`.
 
     dropout: the Maxout projection's dropout (thinc's `Dropout`: spaCy's
         `[training] dropout` replaces it on every update); the ELMo vector's
         own, fixed dropout is the `elmo` listener's `dropout`.
+    output_elmo: a second listener (its own mix) concatenated with the
+        encoder's output; the output is then `width` plus its width wide.
     """
     if width < 1:
         raise ValueError(f"ElmoTok2Vec: width must be >= 1, got {width}")
@@ -67,6 +76,14 @@ def ElmoTok2Vec(
         layers.append(encode)
     model: Model[List, List[Floats2d]] = chain(*layers)
     model.set_dim("nO", width)
+    if output_elmo is not None:
+        inner = model
+        model = concatenate(inner, output_elmo)
+        # known at construction only when the listener projects to a width
+        output_width = output_elmo.maybe_get_dim("nO")
+        if output_width is not None:
+            model.set_dim("nO", width + output_width)
+        model.set_ref("output_elmo", output_elmo)
     model.set_ref("elmo", elmo)
     if embed is not None:
         model.set_ref("embed", embed)

@@ -236,8 +236,12 @@ class Elmo(TrainablePipe):
 
     def remove_listener(self, listener: ElmoListenerLayer, component_name: str) -> bool:
         if component_name in self.listener_map and listener in self.listener_map[component_name]:
-            self.listener_map[component_name].remove(listener)
-            if not self.listener_map[component_name]:
+            # a new list, not the old one changed in place: spaCy's replace_listeners iterates
+            # over the old one while it removes, and would skip a component's second listener
+            remaining = [other for other in self.listener_map[component_name] if other is not listener]
+            if remaining:
+                self.listener_map[component_name] = remaining
+            else:
                 del self.listener_map[component_name]
             return True
         return False

@@ -73,17 +73,24 @@ def start_model(config: Config, report: bool) -> Optional[NativeModel]:
     return start
 
 
-def model_word_table(source: str) -> Optional[Tuple[WordTableVocabulary, torch.Tensor]]:
+def model_word_table(
+    source: str, loaded: Optional[Tuple[str, NativeModel]] = None
+) -> Optional[Tuple[WordTableVocabulary, torch.Tensor]]:
     """The word table (vocabulary, float32 vectors of its pretrained rows) of the native model
     `source` names ("embedded" or a directory), for [paths] softmax_init; None where `source`
-    is not a native model directory. A native model without a table is a SettingsError."""
+    is not a native model directory. A native model without a table is a SettingsError.
+    `loaded`: (its name, a model already in memory), e.g. the init_from model: used instead of
+    reading the files again where both names mean the same directory."""
     path = model_path(source)
     if not is_native(path):
         return None
-    try:
-        model = load_native(path)
-    except WeightsError as err:
-        raise SettingsError(f"[paths] softmax_init: {err}") from None
+    if loaded is not None and model_path(loaded[0]).resolve() == path.resolve():
+        model = loaded[1]
+    else:
+        try:
+            model = load_native(path)
+        except WeightsError as err:
+            raise SettingsError(f"[paths] softmax_init: {err}") from None
     if model.bilm.word_table_vocab is None:
         raise SettingsError(
             f"[paths] softmax_init = {source!r}: that model has no word table to start the softmax from"

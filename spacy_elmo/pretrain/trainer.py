@@ -23,7 +23,7 @@ import math
 import platform
 import time
 from pathlib import Path
-from typing import Any, ContextManager, Dict, Iterator, List, Optional, Union
+from typing import Any, ContextManager, Dict, Iterator, List, Optional, Tuple, Union
 
 import numpy
 import torch
@@ -278,7 +278,8 @@ class Trainer:
         if state is None and self.config["paths"].get("softmax_init"):
             if start is not None and start.head is not None:
                 raise SettingsError("[paths] softmax_init: the init_from model brings its own softmax; unset one")
-            self._init_softmax(self.config["paths"]["softmax_init"])
+            loaded = (self.config["paths"]["init_from"], start) if start is not None else None
+            self._init_softmax(self.config["paths"]["softmax_init"], loaded)
         self.model: torch.nn.Module = self.lm
         self.teacher: Optional[Any] = None  # a Teacher, its cache, a word table or context targets
         self.distilled: Optional[DistilledLM] = None
@@ -335,10 +336,11 @@ class Trainer:
             self.dist.barrier()
         return cached
 
-    def _init_softmax(self, directory: str) -> None:
+    def _init_softmax(self, directory: str, loaded: Optional[Tuple[str, NativeModel]] = None) -> None:
         """[paths] softmax_init: the softmax's output embeddings start from that table's vectors
-        (a word table directory, or a native model's own table, e.g. "embedded")."""
-        from_model = model_word_table(directory)
+        (a word table directory, or a native model's own table, e.g. "embedded"; `loaded`, the
+        init_from model, is not read again)."""
+        from_model = model_word_table(directory, loaded)
         if from_model is not None:
             vocab, vectors = from_model
         else:

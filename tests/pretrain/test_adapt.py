@@ -1,6 +1,7 @@
 """Domain adaptation of a pretrained biLM (configs/pretrain_adapt_ewt.cfg): continue the embedded model
 as a language model on a task's own text, its softmax started from the model's own word table
 ([paths] softmax_init naming a model) and trained alone first."""
+import shutil
 import subprocess
 import sys
 from collections import Counter
@@ -86,6 +87,39 @@ def test_adapt_config_holds_the_biLM_during_the_softmax_warmup_then_trains_it(ta
     # the table stays frozen: the baseline with its rows as static vectors is still the fair one
     torch.testing.assert_close(adapted["token_encoder.word_table"], embedded["token_encoder.word_table"],
                                rtol=0, atol=0)
+
+
+def test_the_start_model_is_read_once_when_it_also_starts_the_softmax(task_docbin, tmp_path, monkeypatch):
+    """init_from and softmax_init both "embedded" (the config's own settings): the softmax starts from the
+    model already loaded, exactly as from a second copy read from disk."""
+    from spacy_elmo.pretrain import init_from
+
+    reads = []
+    read = init_from.load_native
+
+    def counting(path):
+        reads.append(Path(path))
+        return read(path)
+
+    monkeypatch.setattr(init_from, "load_native", counting)
+    _adapt(task_docbin, tmp_path / "once", **{"training.max_steps": 1, "training.softmax_warmup_steps": 1})
+    assert reads == [default_model_path()]
+    # another spelling of the same directory is the same model: still one read
+    reads.clear()
+    spelled = {"training.max_steps": 1, "training.softmax_warmup_steps": 1,
+               "paths.softmax_init": str(default_model_path())}
+    _adapt(task_docbin, tmp_path / "spelled", **spelled)
+    assert len(reads) == 1
+    # a copy elsewhere is read from disk, and starts the same softmax
+    shutil.copytree(default_model_path(), tmp_path / "copy")
+    reads.clear()
+    copy = {"training.max_steps": 1, "training.softmax_warmup_steps": 1, "paths.softmax_init": str(tmp_path / "copy")}
+    _adapt(task_docbin, tmp_path / "copied", **copy)
+    assert reads == [default_model_path(), tmp_path / "copy"]
+    once = load_native(tmp_path / "once" / "model-last").head.state_dict()
+    copied = load_native(tmp_path / "copied" / "model-last").head.state_dict()
+    for key in once:
+        torch.testing.assert_close(once[key], copied[key], rtol=0, atol=0, msg=key)
 
 
 SCRIPT = Path(__file__).resolve().parents[2] / "scripts" / "adapt.py"
