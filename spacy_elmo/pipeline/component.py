@@ -371,23 +371,25 @@ class Elmo(TrainablePipe):
         set_dropout_rate(self.model, drop)
         layers, bp_layers = self.model.begin_update(docs)
         d_layers = [self.model.ops.alloc3f(*x.shape) for x in layers]
+        waiting = [len(self.listeners)]
 
-        def accumulate_gradient(one_d_layers):
+        def backprop(one_d_layers):
+            # every listener adds its gradient; the last to report, whichever it is (a component
+            # may hold two, and the model walk need not list them in backprop order), runs the
+            # biLM's backward pass and updates it
             for i in range(len(one_d_layers)):
                 d_layers[i] += one_d_layers[i]
                 losses[self.name] += float((one_d_layers[i] ** 2).sum())
-            return [self.model.ops.alloc3f(*x.shape) for x in layers]
-
-        def backprop(one_d_layers):
-            accumulate_gradient(one_d_layers)
+            waiting[0] -= 1
+            if waiting[0]:
+                return [self.model.ops.alloc3f(*x.shape) for x in layers]
             d_docs = bp_layers(d_layers)
             if sgd is not None:
                 self.finish_update(sgd)
             return d_docs
 
-        for listener in self.listeners[:-1]:
-            listener.receive(batch_id, layers, accumulate_gradient)
-        self.listeners[-1].receive(batch_id, layers, backprop)
+        for listener in self.listeners:
+            listener.receive(batch_id, layers, backprop)
         return losses
 
     def finish_update(self, sgd: Optimizer) -> None:
