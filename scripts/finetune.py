@@ -1,7 +1,7 @@
 """Fine-tune a trained ELMo pipeline's biLM with its task layers (a second stage).
 
     python scripts/finetune.py PIPELINE OUTPUT_DIR --train T.spacy --dev D.spacy
-        [--learn-rate 0.0001] [--patience 1600] [--max-steps 20000] [--seed 0]
+        [--learn-rate 0.0001] [--patience 1600] [--max-steps 20000] [--seed 0] [--gpu-id -1]
 
 The ELMo paper keeps the biLM fixed downstream. This measures the other way,
 in two stages as ULMFiT unfreezes: PIPELINE (a `model-best` trained with
@@ -30,12 +30,15 @@ def main() -> None:
     parser.add_argument("--patience", type=int, default=1600)
     parser.add_argument("--max-steps", type=int, default=20000)
     parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument("--gpu-id", type=int, default=-1)
     args = parser.parse_args()
 
     import spacy
     from spacy.training.loop import train
-    from thinc.api import fix_random_seed
+    from thinc.api import fix_random_seed, require_gpu
 
+    if args.gpu_id >= 0:
+        require_gpu(args.gpu_id)
     fix_random_seed(args.seed)
     nlp = spacy.load(args.pipeline)
     names = [name for name in nlp.pipe_names if nlp.get_pipe_meta(name).factory == "elmo"]
@@ -57,7 +60,7 @@ def main() -> None:
     output.mkdir(parents=True, exist_ok=True)
     (output / "log.jsonl").unlink(missing_ok=True)
     start = time.perf_counter()
-    train(nlp, output, use_gpu=-1, stdout=sys.stdout, stderr=sys.stderr)
+    train(nlp, output, use_gpu=args.gpu_id, stdout=sys.stdout, stderr=sys.stderr)
     seconds = time.perf_counter() - start
     (output / "wall_time.json").write_text(json.dumps({
         "seconds": round(seconds, 1), "minutes": round(seconds / 60, 1), "machine": platform.processor(),

@@ -7,6 +7,8 @@ Reads metrics/{prefix}{ewt,ner}_{baseline,elmo}.json (written by
 Where metrics/{prefix}ewt_baseline_vectors.json exists (the baseline with the
 biLM's word table as static vectors), the table gains its column and ELMo's
 difference to it: what the biLM's contextual layers add beyond its vectors.
+Where metrics/{prefix}ewt_elmo_finetuned.json exists (the ELMo pipeline fine-tuned
+with its biLM unfrozen, scripts/finetune.py), it gets a column of its own too.
 Writes metrics/{prefix}comparison.md, plots/{prefix}dev_curves.png and
 plots/{prefix}layer_weights.png.
 """
@@ -16,7 +18,7 @@ from pathlib import Path
 
 ROWS = [("UPOS", "ewt", "pos_acc"), ("XPOS", "ewt", "tag_acc"), ("UAS", "ewt", "dep_uas"), ("LAS", "ewt", "dep_las"),
         ("NER F1", "ner", "ents_f")]
-RUNS = ["ewt_baseline", "ewt_baseline_vectors", "ewt_elmo", "ner_baseline", "ner_elmo"]
+RUNS = ["ewt_baseline", "ewt_baseline_vectors", "ewt_elmo", "ewt_elmo_finetuned", "ner_baseline", "ner_elmo"]
 DEV_KEYS = {"ewt": ["tag_acc", "pos_acc", "dep_uas", "dep_las"], "ner": ["ents_f"]}
 
 
@@ -57,9 +59,13 @@ def _console_rows(console: Path):
 
 def table(metrics: Path, training: Path, prefix: str) -> str:
     vectors = _load(metrics / f"{prefix}ewt_baseline_vectors.json")
+    tuned = _load(metrics / f"{prefix}ewt_elmo_finetuned.json")
     if vectors:
-        lines = ["| metric (test) | baseline | baseline + static vectors | ELMo | ELMo - baseline "
-                 "| ELMo - baseline + vectors |", "|---|---|---|---|---|---|"]
+        header = ("| metric (test) | baseline | baseline + static vectors | ELMo | ELMo - baseline "
+                  "| ELMo - baseline + vectors |")
+        if tuned:
+            header += " ELMo fine-tuned | fine-tuned - baseline + vectors |"
+        lines = [header, "|---" * (header.count("|") - 1) + "|"]
     else:
         lines = ["| metric (test) | baseline | ELMo | difference |", "|---|---|---|---|"]
     for label, task, key in ROWS:
@@ -70,11 +76,15 @@ def table(metrics: Path, training: Path, prefix: str) -> str:
         b, e = 100 * base["scores"][key], 100 * elmo["scores"][key]
         if not vectors:
             lines.append(f"| {label} | {b:.2f} | {e:.2f} | {e - b:+.2f} |")
-        elif task == "ewt" and vectors["scores"].get(key) is not None:
-            v = 100 * vectors["scores"][key]
-            lines.append(f"| {label} | {b:.2f} | {v:.2f} | {e:.2f} | {e - b:+.2f} | {e - v:+.2f} |")
-        else:
-            lines.append(f"| {label} | {b:.2f} | | {e:.2f} | {e - b:+.2f} | |")
+            continue
+        v = vectors["scores"].get(key) if task == "ewt" else None
+        row = f"| {label} | {b:.2f} | " + (f"{100 * v:.2f}" if v is not None else "")
+        row += f" | {e:.2f} | {e - b:+.2f} | " + (f"{e - 100 * v:+.2f}" if v is not None else "") + " |"
+        if tuned:
+            t = tuned["scores"].get(key) if task == "ewt" else None
+            row += f" {100 * t:.2f} |" if t is not None else " |"
+            row += f" {100 * t - 100 * v:+.2f} |" if t is not None and v is not None else " |"
+        lines.append(row)
     lines += ["", "| run | steps | best step | wall time | ended by |", "|---|---|---|---|---|"]
     for name in RUNS:
         run = training / f"{prefix}{name}"
@@ -123,7 +133,7 @@ def dev_curves(training: Path, out: Path, prefix: str) -> None:
     tasks = [("ewt", k) for k in DEV_KEYS["ewt"]] + [("ner", k) for k in DEV_KEYS["ner"]]
     fig, axes = plt.subplots(1, len(tasks), figsize=(4 * len(tasks), 3.5))
     for ax, (task, key) in zip(axes, tasks):
-        for variant, style in (("baseline", "--"), ("baseline_vectors", ":"), ("elmo", "-")):
+        for variant, style in (("baseline", "--"), ("baseline_vectors", ":"), ("elmo", "-"), ("elmo_finetuned", "-.")):
             log = _log(training / f"{prefix}{task}_{variant}" / "log.jsonl")
             points = [(r["step"], r["scores"][key]) for r in log if r.get("scores", {}).get(key) is not None]
             if points:

@@ -71,6 +71,10 @@ def test_assets_and_smoke_workflow_without_shared(data_dir, tmp_path):
     assert "training/smoke-adapted_ewt/model-best" in elmo_config
     elmo = json.loads((project / "metrics" / "smoke-ewt_elmo.json").read_text())
     assert set(elmo["mixes"]) == {"tagger", "morphologizer", "parser"}
+    # the second stage: the same pipeline fine-tuned with its biLM unfrozen, a column of the table
+    tuned = (project / "training" / "smoke-ewt_elmo_finetuned" / "model-last" / "config.cfg").read_text()
+    assert "[components.elmo]" in tuned and "frozen = false" in tuned.split("[components.elmo]")[1].split("[")[0]
+    assert "| ELMo fine-tuned |" in comparison and "smoke-ewt_elmo_finetuned" in comparison
     for name in ("smoke-dev_curves.png", "smoke-layer_weights.png"):
         assert (project / "plots" / name).stat().st_size > 5000
     # a time budget interrupts training cleanly: model-best kept, exit 0, recorded
