@@ -18,6 +18,7 @@ import platform
 import sys
 import time
 from pathlib import Path
+from typing import Any
 
 
 def main() -> None:
@@ -46,7 +47,7 @@ def main() -> None:
         sys.exit(f"{args.pipeline}: the pipeline has no 'elmo' component to fine-tune ({nlp.pipe_names})")
     config = nlp.config
     for name in names:
-        elmo = nlp.get_pipe(name)
+        elmo: Any = nlp.get_pipe(name)  # spacy_elmo's Elmo component
         elmo.cfg["frozen"] = False
         elmo.model.attrs["frozen"] = False  # the biLM now runs with autograd and without its caches
         nlp.get_pipe_config(name)["frozen"] = False  # what the saved pipelines will say

@@ -1,4 +1,6 @@
 """ElmoTok2Vec: the ELMo mix concatenated with the task's own features, projected, then encoded."""
+from typing import Any, Dict
+
 import numpy
 import pytest
 import spacy
@@ -30,7 +32,7 @@ def test_output_width_with_embed_and_encoder(allennlp_dir):
     assert vectors[0].shape == (3, 24)
 
 
-OUTPUT_ELMO = {
+OUTPUT_ELMO: Dict[str, Any] = {
     "@architectures": "spacy-elmo.ElmoTok2Vec.v1",
     "width": 24,
     "elmo": {"@architectures": "spacy-elmo.ElmoListener.v1", "dropout": 0.0},
