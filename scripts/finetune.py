@@ -64,7 +64,7 @@ def main() -> None:
     train(nlp, output, use_gpu=args.gpu_id, stdout=sys.stdout, stderr=sys.stderr)
     seconds = time.perf_counter() - start
     (output / "wall_time.json").write_text(json.dumps({
-        "seconds": round(seconds, 1), "minutes": round(seconds / 60, 1), "machine": platform.processor(),
+        "seconds": round(seconds, 1), "minutes": round(seconds / 60, 1), "machine": platform.machine(),
         "from": args.pipeline, "learn_rate": args.learn_rate,
     }, indent=2))
 
