@@ -48,8 +48,7 @@ def main() -> None:
     config = nlp.config
     for name in names:
         elmo: Any = nlp.get_pipe(name)  # spacy_elmo's Elmo component
-        elmo.cfg["frozen"] = False
-        elmo.model.attrs["frozen"] = False  # the biLM now runs with autograd and without its caches
+        elmo.frozen = False  # the biLM now runs with autograd and without its caches
         nlp.get_pipe_config(name)["frozen"] = False  # what the saved pipelines will say
     config["paths"]["train"], config["paths"]["dev"] = args.train, args.dev
     training = config["training"]

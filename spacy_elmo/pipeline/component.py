@@ -214,10 +214,9 @@ class Elmo(TrainablePipe):
         model.attrs[LOADER_ATTR] = resolve_loader(weights)  # nothing is read until it runs
         if weights is not None and model.attrs.get("fresh"):
             drop_bilm(model)  # explicit weights win over sizes in the model block: loaded on first use
-        model.attrs["frozen"] = bool(frozen)
         # what spaCy's replace_listeners looks for (see layers/standalone.py)
         model.attrs["replace_listener"] = replace_listener
-        model.attrs["replace_listener_cfg"] = partial(replace_listener_cfg, frozen=bool(frozen))
+        self.frozen = bool(frozen)
 
     # -- listeners ----------------------------------------------------------------
     @property
@@ -258,6 +257,14 @@ class Elmo(TrainablePipe):
     @property
     def frozen(self) -> bool:
         return self.cfg["frozen"]
+
+    @frozen.setter
+    def frozen(self, value: bool) -> None:
+        """Freeze or unfreeze the biLM (e.g. to fine-tune a pipeline trained frozen): the setting,
+        the model's attr its forward pass reads, and the standalone config replace_listeners writes."""
+        self.cfg["frozen"] = bool(value)
+        self.model.attrs["frozen"] = bool(value)
+        self.model.attrs["replace_listener_cfg"] = partial(replace_listener_cfg, frozen=bool(value))
 
     @property
     def is_trainable(self) -> bool:

@@ -48,3 +48,14 @@ def test_replace_listeners_then_save_and_load(allennlp_dir, tmp_path, tok2vec):
     for a, b in zip(before, _scores(loaded)):
         numpy.testing.assert_allclose(a, b, atol=1e-6)
     assert [t.tag_ for t in loaded(TEXTS[0])] == [t.tag_ for t in nlp(TEXTS[0])]
+
+
+def test_unfreezing_the_component_reaches_the_standalone_config(allennlp_dir):
+    """`elmo.frozen = False` (what scripts/finetune.py sets) is the setting, the forward pass's attr
+    and what replace_listeners writes into the component's config, all at once."""
+    nlp, _, _ = tagger_pipeline(allennlp_dir)
+    elmo = nlp.get_pipe("elmo")
+    elmo.frozen = False
+    assert elmo.cfg["frozen"] is False and elmo.model.attrs["frozen"] is False and elmo.is_trainable
+    nlp.replace_listeners("elmo", "tagger", ["model.tok2vec"])
+    assert nlp.config["components"]["tagger"]["model"]["tok2vec"]["frozen"] is False
