@@ -13,11 +13,12 @@ pipeline rebuilds the biLM without the original files and a damaged one is a
 legacy form, a msgpack map of the same contents with no version or
 checksum, is read too (`_read_legacy`), so that pipelines saved in it load.
 """
-from typing import Any, Dict, List, Optional, Sequence
+import contextlib
+from typing import Any, Dict, Iterator, List, Optional, Sequence
 
 import srsly
 import torch
-from thinc.api import PyTorchShim
+from thinc.api import PyTorchShim, torch2xp, xp2torch
 from thinc.util import get_torch_default_device
 
 from ..bilm.config import BiLMConfig
@@ -69,8 +70,61 @@ class ElmoShim(PyTorchShim):
             super().to_device(device_type, device_id)
 
     def finish_update(self, optimizer) -> None:
-        if self._model is not None:
-            super().finish_update(optimizer)
+        """thinc's update, in place: each parameter keeps its storage.
+
+        PyTorchShim.finish_update assigns `param.data = xp2torch(updated)`,
+        a tensor made from the numpy view of the previous one, whose base is
+        that previous tensor: every update lengthened a chain of tensor and
+        array objects per parameter that was never freed (28 objects a step
+        for the embedded biLM). The optimizer updates the view in place, so
+        there is nothing to assign; an optimizer that returns a new array
+        has it copied in.
+        """
+        if self._model is None:
+            return
+        for name, param in self._model.named_parameters():
+            if param.grad is None:
+                continue
+            if not self._grad_scaler.found_inf:  # an overflowed gradient skips the update
+                updated, _ = optimizer((self.id, name), torch2xp(param.data), torch2xp(param.grad))
+                updated = xp2torch(updated, device=param.device)
+                if updated.data_ptr() != param.data_ptr():
+                    with torch.no_grad():
+                        param.copy_(updated)
+            param.grad.zero_()
+        self._grad_scaler.update()
+
+    @contextlib.contextmanager
+    def use_params(self, params: Dict[Any, Any]) -> Iterator[None]:
+        """Run with the biLM's parameters taken from `params` (spaCy passes the optimizer's averages).
+
+        thinc's optimizer keys a PyTorch parameter as (shim id, name), but
+        PyTorchShim.use_params looks for "pytorch_{id}_{name}" strings, so a
+        fine-tuned biLM was evaluated and saved (model-best) with its last
+        weights beside task layers that use their averages. Both key forms
+        are read here; the parameters are restored afterwards, in place.
+        """
+        named = dict(self._model.named_parameters()) if self._model is not None else {}
+        prefix = f"pytorch_{self.id}_"
+        chosen = {}
+        for key, value in params.items():
+            if isinstance(key, tuple) and len(key) == 2 and key[0] == self.id and key[1] in named:
+                chosen[key[1]] = value
+            elif isinstance(key, str) and key.startswith(prefix) and key[len(prefix):] in named:
+                chosen[key[len(prefix):]] = value
+        if not chosen:
+            yield
+            return
+        backup = {name: named[name].detach().clone() for name in chosen}
+        with torch.no_grad():
+            for name, value in chosen.items():
+                named[name].copy_(xp2torch(value, device=named[name].device))
+        try:
+            yield
+        finally:
+            with torch.no_grad():
+                for name, value in backup.items():
+                    named[name].copy_(value)
 
     def from_bytes(self, bytes_data: bytes) -> "ElmoShim":
         """PyTorchShim.from_bytes, with thinc's envelope (a msgpack map around the biLM's bytes)
