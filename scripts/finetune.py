@@ -2,6 +2,7 @@
 
     python scripts/finetune.py PIPELINE OUTPUT_DIR --train T.spacy --dev D.spacy
         [--learn-rate 0.0001] [--patience 1600] [--max-steps 20000] [--seed 0] [--gpu-id -1]
+        [--max-minutes M] [--resume | --overwrite]
 
 The ELMo paper keeps the biLM fixed downstream. This measures the other way,
 in two stages as ULMFiT unfreezes: PIPELINE (a `model-best` trained with
@@ -10,15 +11,17 @@ component unfrozen, so the listeners' gradients update the biLM as well as
 the task layers, at a smaller learning rate, again to an early stop on dev.
 Everything else (batcher, dropout, evaluation, score weights) is PIPELINE's
 own [training] block; OUTPUT_DIR gets model-best, model-last, log.jsonl and
-wall_time.json as `scripts/train.py` writes them.
+wall_time.json as `scripts/train.py` writes them. Training goes through
+`spacy_elmo.resumable_training`: Ctrl-C, SIGTERM or --max-minutes end it
+after the current step with model-last saved, and --resume continues it from
+there (PIPELINE and the other settings are then model-last's own).
 """
 import argparse
 import json
 import platform
 import sys
-import time
 from pathlib import Path
-from typing import Any
+from typing import Any, Dict
 
 
 def main() -> None:
@@ -32,15 +35,31 @@ def main() -> None:
     parser.add_argument("--max-steps", type=int, default=20000)
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--gpu-id", type=int, default=-1)
+    parser.add_argument("--max-minutes", type=float, default=0.0,
+                        help="stop (and save model-last) after this many minutes of training, resumed sessions "
+                             "included")
+    parser.add_argument("--resume", action="store_true", help="continue the interrupted run in OUTPUT_DIR")
+    parser.add_argument("--overwrite", action="store_true",
+                        help="start afresh even where OUTPUT_DIR holds an unfinished run (it is lost)")
     args = parser.parse_args()
 
     import spacy
-    from spacy.training.loop import train
     from thinc.api import fix_random_seed, require_gpu
+
+    from spacy_elmo.resumable_training import MODEL_LAST, ResumeError, train_resumable
 
     if args.gpu_id >= 0:
         require_gpu(args.gpu_id)
     fix_random_seed(args.seed)
+    output = Path(args.output)
+    if args.resume:
+        try:
+            nlp = spacy.load(output / MODEL_LAST)
+            state = train_resumable(nlp, output, resume=True, max_minutes=args.max_minutes, use_gpu=args.gpu_id)
+        except (ResumeError, OSError) as err:
+            sys.exit(f"cannot resume: {err}")
+        write_wall_time(output, state, args, nlp.config["training"]["optimizer"]["learn_rate"])
+        return
     nlp = spacy.load(args.pipeline)
     names = [name for name in nlp.pipe_names if nlp.get_pipe_meta(name).factory == "elmo"]
     if not names:
@@ -54,17 +73,24 @@ def main() -> None:
     training = config["training"]
     training["optimizer"]["learn_rate"] = args.learn_rate
     training["patience"], training["max_steps"], training["seed"] = args.patience, args.max_steps, args.seed
-    training["logger"] = {"@loggers": "spacy.ConsoleLogger.v3", "progress_bar": None,
-                          "output_file": str(Path(args.output) / "log.jsonl")}
-    output = Path(args.output)
-    output.mkdir(parents=True, exist_ok=True)
-    (output / "log.jsonl").unlink(missing_ok=True)
-    start = time.perf_counter()
-    train(nlp, output, use_gpu=args.gpu_id, stdout=sys.stdout, stderr=sys.stderr)
-    seconds = time.perf_counter() - start
-    (output / "wall_time.json").write_text(json.dumps({
-        "seconds": round(seconds, 1), "minutes": round(seconds / 60, 1), "machine": platform.machine(),
-        "from": args.pipeline, "learn_rate": args.learn_rate,
+    # the console table only: train_resumable writes log.jsonl itself
+    training["logger"] = {"@loggers": "spacy.ConsoleLogger.v3", "progress_bar": None}
+    try:
+        state = train_resumable(nlp, output, overwrite=args.overwrite, max_minutes=args.max_minutes,
+                                use_gpu=args.gpu_id)
+    except ResumeError as err:
+        sys.exit(str(err))
+    write_wall_time(output, state, args, nlp.config["training"]["optimizer"]["learn_rate"])
+
+
+def write_wall_time(output: Path, state: Dict[str, Any], args: argparse.Namespace, learn_rate: float) -> None:
+    """wall_time.json: training seconds (resumed sessions included), why it stopped, where it started."""
+    first = output / "wall_time.json"
+    origin = json.loads(first.read_text()).get("from") if args.resume and first.is_file() else args.pipeline
+    first.write_text(json.dumps({
+        "seconds": state["seconds"], "minutes": round(state["seconds"] / 60, 1), "machine": platform.machine(),
+        "from": origin, "learn_rate": learn_rate, "stopped": state["stopped"],
+        "steps": state["step"], "best_step": state["best_step"],
     }, indent=2))
 
 

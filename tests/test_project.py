@@ -87,3 +87,17 @@ def test_assets_and_smoke_workflow_without_shared(data_dir, tmp_path):
     wall = json.loads((project / "training" / "budget" / "wall_time.json").read_text())
     assert wall["stopped"] == "time budget"  # what stopped it, not how long it took (machines differ)
     assert (project / "training" / "budget" / "model-best").is_dir()
+    # --resume continues that run from model-last: its step count, log and best score go on
+    budget_rows = (project / "training" / "budget" / "log.jsonl").read_text().splitlines()
+    resumed = subprocess.run(
+        [sys.executable, "scripts/train.py", "configs/ner_baseline.cfg", "training/budget",
+         "--train", "corpus/smoke-ner-train.spacy", "--dev", "corpus/smoke-ner-dev.spacy",
+         "--max-minutes", "0.1", "--resume"],
+        cwd=project, capture_output=True, text=True, timeout=600)
+    assert resumed.returncode == 0, resumed.stdout[-4000:] + resumed.stderr[-4000:]
+    assert f"Resuming at step {wall['steps']}" in resumed.stdout
+    again = json.loads((project / "training" / "budget" / "wall_time.json").read_text())
+    assert again["stopped"] == "time budget" and again["steps"] > wall["steps"]
+    rows = (project / "training" / "budget" / "log.jsonl").read_text().splitlines()
+    assert rows[:len(budget_rows)] == budget_rows  # kept; the next evaluation, if the time allowed one, after
+    assert "Resuming at step" in (project / "training" / "budget" / "train.log").read_text()

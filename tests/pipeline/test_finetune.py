@@ -43,6 +43,22 @@ def test_finetune_updates_the_biLM_and_saves_an_unfrozen_pipeline(allennlp_dir, 
     assert lines and "elmo" in json.loads(lines[-1])["losses"]  # the biLM is trained, its loss logged
     wall = json.loads((tmp_path / "tuned" / "wall_time.json").read_text())
     assert wall["from"] == str(tmp_path / "frozen") and wall["seconds"] > 0
+    assert wall["stopped"] == "max steps" and wall["steps"] == 5
+
+    # an unfinished run (as a crash leaves it) is kept from a fresh start, and --resume continues it
+    state_path = tmp_path / "tuned" / "model-last" / "training_state.json"
+    state = json.loads(state_path.read_text())
+    state_path.write_text(json.dumps(dict(state, stopped=None, step=3)))
+    command = [sys.executable, str(SCRIPT), str(tmp_path / "frozen"), str(tmp_path / "tuned"),
+               "--train", str(tmp_path / "train.spacy"), "--dev", str(tmp_path / "dev.spacy"), "--max-steps", "4"]
+    refused = subprocess.run(command, capture_output=True, text=True, timeout=600)
+    assert refused.returncode != 0 and "unfinished run" in refused.stderr and "--resume" in refused.stderr
+    resumed = subprocess.run(command + ["--resume"], capture_output=True, text=True, timeout=600)
+    assert resumed.returncode == 0, resumed.stderr[-3000:]
+    assert "Resuming at step 3" in resumed.stdout
+    wall = json.loads((tmp_path / "tuned" / "wall_time.json").read_text())
+    assert wall["from"] == str(tmp_path / "frozen") and wall["stopped"] == "max steps" and wall["steps"] == 5
+    assert wall["learn_rate"] == 0.001
 
 
 def test_finetune_refuses_a_pipeline_without_elmo(tmp_path):
