@@ -292,12 +292,12 @@ def train_resumable(
             shutil.copytree(output / MODEL_LAST, copied)
             _replace_dir(copied, output / MODEL_BEST)
 
-    with nlp.select_pipes(disable=frozen):
-        log_step, finalize_logger = T["logger"](nlp, stdout, sys.stderr)
     stdout.write(msg.info(f"Pipeline: {nlp.pipe_names}") + "\n")
     if resume:
         stdout.write(msg.info(f"Resuming at step {state['step']} (best score {state['best_score']} at step "
                               f"{state['best_step']})") + "\n")
+    with nlp.select_pipes(disable=frozen):
+        log_step, finalize_logger = T["logger"](nlp, stdout, sys.stderr)
     started, spent_before = time.monotonic(), state["seconds"]
     stop = stop or threading.Event()
     losses: Dict[str, float] = {}
