@@ -68,8 +68,7 @@ def main() -> None:
     parser.add_argument("--max-steps", type=int, default=0)
     parser.add_argument("--gpu-id", type=int, default=-1)
     parser.add_argument("--max-minutes", type=float, default=0.0,
-                        help="stop (and save model-last) after this many minutes of training, resumed sessions "
-                             "included")
+                        help="stop (and save model-last) after this many minutes of training in this session")
     parser.add_argument("--resume", action="store_true", help="continue the interrupted run in OUTPUT_DIR")
     parser.add_argument("--overwrite", action="store_true",
                         help="start afresh even where OUTPUT_DIR holds an unfinished run (it is lost)")

@@ -206,7 +206,7 @@ def train_resumable(
     is an unfinished run, unless `overwrite`. Messages and the console table
     go to `stdout` (anything with `write`; sys.stdout by default).
     `stopped` in the state says why it ended: "early stopping", "max steps",
-    "max epochs", "time budget" (max_minutes spent) or "interrupted" (a
+    "max epochs", "time budget" (max_minutes spent in this call) or "interrupted" (a
     signal, or `stop` set by the caller); the last two can be resumed. An
     exception propagates and leaves model-last as the last evaluation saved
     it, resumable too.
