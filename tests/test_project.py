@@ -75,6 +75,9 @@ def test_assets_and_smoke_workflow_without_shared(data_dir, tmp_path):
     tuned = (project / "training" / "smoke-ewt_elmo_finetuned" / "model-last" / "config.cfg").read_text()
     assert "[components.elmo]" in tuned and "frozen = false" in tuned.split("[components.elmo]")[1].split("[")[0]
     assert "| ELMo fine-tuned |" in comparison and "smoke-ewt_elmo_finetuned" in comparison
+    breakdown = (project / "metrics" / "smoke-upos_breakdown.md").read_text()
+    assert breakdown.startswith("| group | tokens | share | baseline_vectors | elmo | elmo_finetuned |")
+    assert "\n| all |" in breakdown and "| the tokenizer finds it |" in breakdown
     for name in ("smoke-dev_curves.png", "smoke-layer_weights.png"):
         assert (project / "plots" / name).stat().st_size > 5000
     # a time budget interrupts training cleanly: model-best kept, exit 0, recorded
