@@ -63,10 +63,10 @@ def read_state(output: Path) -> Optional[Dict[str, Any]]:
     try:
         state = json.loads(path.read_text(encoding="utf-8"))
     except ValueError as err:
-        raise ResumeError(f"{path}: not a training state ({err}); start afresh without --resume") from None
+        raise ResumeError(f"{path}: not a training state ({err}); start afresh with --overwrite") from None
     missing = {"step", "epoch", "best_score", "best_step", "seconds", "stopped"} - set(state)
     if missing:
-        raise ResumeError(f"{path}: the training state lacks {sorted(missing)}; start afresh without --resume")
+        raise ResumeError(f"{path}: the training state lacks {sorted(missing)}; start afresh with --overwrite")
     return state
 
 

@@ -105,8 +105,11 @@ def test_resuming_without_a_checkpoint_is_a_clear_error(allennlp_dir, tmp_path):
         train_resumable(nlp, tmp_path / "empty", resume=True)
     (tmp_path / "bad" / MODEL_LAST).mkdir(parents=True)
     (tmp_path / "bad" / MODEL_LAST / "training_state.json").write_text("{not json")
-    with pytest.raises(ResumeError, match="not a training state"):
+    with pytest.raises(ResumeError, match="not a training state.*--overwrite"):
         train_resumable(nlp, tmp_path / "bad", resume=True)
+    with pytest.raises(ResumeError, match="not a training state.*--overwrite"):  # nor a fresh start over it
+        train_resumable(nlp, tmp_path / "bad")
+    assert train_resumable(nlp, tmp_path / "bad", overwrite=True)["stopped"] == "max steps"
 
 
 def test_optimizer_state_is_keyed_by_place_not_id(allennlp_dir, tmp_path):
