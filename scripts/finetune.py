@@ -25,6 +25,8 @@ from typing import Any, Dict
 
 
 def main() -> None:
+    from spacy_elmo.resumable_training import add_resume_options
+
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("pipeline", help="a trained ELMo pipeline (model-best of a frozen run)")
     parser.add_argument("output")
@@ -35,11 +37,7 @@ def main() -> None:
     parser.add_argument("--max-steps", type=int, default=20000)
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--gpu-id", type=int, default=-1)
-    parser.add_argument("--max-minutes", type=float, default=0.0,
-                        help="stop (and save model-last) after this many minutes of training in this session")
-    parser.add_argument("--resume", action="store_true", help="continue the interrupted run in OUTPUT_DIR")
-    parser.add_argument("--overwrite", action="store_true",
-                        help="start afresh even where OUTPUT_DIR holds an unfinished run (it is lost)")
+    add_resume_options(parser)
     args = parser.parse_args()
 
     import spacy

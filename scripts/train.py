@@ -58,6 +58,8 @@ def overrides_from(args: argparse.Namespace, extra: List[str]) -> dict:
 
 
 def main() -> None:
+    from spacy_elmo.resumable_training import add_resume_options
+
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("config")
     parser.add_argument("output")
@@ -67,11 +69,7 @@ def main() -> None:
     parser.add_argument("--pretrained-dir", default="training/pretrain/model-best")
     parser.add_argument("--max-steps", type=int, default=0)
     parser.add_argument("--gpu-id", type=int, default=-1)
-    parser.add_argument("--max-minutes", type=float, default=0.0,
-                        help="stop (and save model-last) after this many minutes of training in this session")
-    parser.add_argument("--resume", action="store_true", help="continue the interrupted run in OUTPUT_DIR")
-    parser.add_argument("--overwrite", action="store_true",
-                        help="start afresh even where OUTPUT_DIR holds an unfinished run (it is lost)")
+    add_resume_options(parser)
     args, extra = parser.parse_known_args()
 
     import spacy

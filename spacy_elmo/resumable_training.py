@@ -27,13 +27,14 @@ the epoch, and the batcher is replayed up to the step), the same learning
 rate and dropout schedules, the optimizer's state, the best score and the
 patience left: it ends where the uninterrupted run would have.
 """
+import argparse
 import json
 import random
 import shutil
 import signal
 import threading
 import time
-from contextlib import contextmanager
+from contextlib import contextmanager, nullcontext
 from pathlib import Path
 from typing import Any, Callable, Dict, Iterator, List, Optional, Tuple
 
@@ -41,6 +42,8 @@ import numpy
 import srsly
 import torch
 from wasabi import Printer
+
+from .pretrain.checkpoint import rng_state, set_rng_state
 
 MODEL_LAST, MODEL_BEST, LOG = "model-last", "model-best", "log.jsonl"
 STATE_JSON, STATE_MSG = "training_state.json", "training_state.msg"
@@ -121,22 +124,6 @@ def set_optimizer_state(optimizer, owners: Dict[int, str], state: Dict[str, Dict
         getattr(optimizer, table).update({key(k): int(v) for k, v in state[table].items()})
 
 
-def rng_state() -> Dict[str, Any]:
-    """Python's, numpy's and torch's generators (dropout and the parser's oracle draw from them)."""
-    kind, keys, pos, has_gauss, cached = numpy.random.get_state()
-    return {"python": repr(random.getstate()), "numpy": [kind, keys, pos, has_gauss, cached],
-            "torch": torch.get_rng_state().numpy()}
-
-
-def set_rng_state(state: Dict[str, Any]) -> None:
-    import ast
-
-    random.setstate(ast.literal_eval(state["python"]))
-    kind, keys, pos, has_gauss, cached = state["numpy"]
-    numpy.random.set_state((kind, numpy.asarray(keys, dtype=numpy.uint32), int(pos), int(has_gauss), float(cached)))
-    torch.set_rng_state(torch.from_numpy(numpy.array(state["torch"], dtype=numpy.uint8)))
-
-
 def epoch_batches(examples: List, batcher: Callable, seed: int, max_epochs: int) -> Iterator[Tuple[int, list]]:
     """(epoch, batch) pairs; each epoch's order is a shuffle seeded by (seed, epoch) alone, so that a
     resumed run can replay the batches it already trained on without training."""
@@ -187,6 +174,15 @@ def stop_on_signals(stop: threading.Event) -> Iterator[None]:
     finally:
         for sig, old in previous.items():
             signal.signal(sig, old)
+
+
+def add_resume_options(parser: argparse.ArgumentParser) -> None:
+    """--max-minutes, --resume and --overwrite, as scripts/train.py and scripts/finetune.py take them."""
+    parser.add_argument("--max-minutes", type=float, default=0.0,
+                        help="stop (and save model-last) after this many minutes of training in this session")
+    parser.add_argument("--resume", action="store_true", help="continue the interrupted run in OUTPUT_DIR")
+    parser.add_argument("--overwrite", action="store_true",
+                        help="start afresh even where OUTPUT_DIR holds an unfinished run (it is lost)")
 
 
 def train_resumable(
@@ -261,7 +257,8 @@ def train_resumable(
             optimizer.step_schedules()
             next(dropouts)
             next(batches)
-        set_rng_state(extra["rng"])
+        rng = dict(extra["rng"], torch=torch.from_numpy(numpy.array(extra["rng"]["torch"], dtype=numpy.uint8)))
+        set_rng_state(rng)
         _truncate_log(output / LOG, state["step"])
     else:
         saved = read_state(output) if not overwrite else None
@@ -275,14 +272,19 @@ def train_resumable(
         output.mkdir(parents=True, exist_ok=True)
         (output / LOG).write_text("", encoding="utf-8")
 
+    def averaged():
+        """The optimizer's parameter averages in place (spaCy evaluates and saves with them), if it keeps any."""
+        return nlp.use_params(optimizer.averages) if optimizer.averages else nullcontext()
+
     def save(is_best: bool) -> None:
         written = output / (MODEL_LAST + ".tmp")
         if written.exists():
             shutil.rmtree(written)
-        with nlp.use_params(optimizer.averages) if optimizer.averages else _nothing():
+        with averaged():
             before_to_disk(nlp).to_disk(written)
         (written / STATE_JSON).write_text(json.dumps(state, indent=2), encoding="utf-8")
-        extra = {"optimizer": optimizer_state(optimizer, owners), "rng": rng_state()}
+        rng = rng_state()  # pretraining's checkpoints keep the same three generators
+        extra = {"optimizer": optimizer_state(optimizer, owners), "rng": dict(rng, torch=rng["torch"].numpy())}
         (written / STATE_MSG).write_bytes(srsly.msgpack_dumps(extra))
         _replace_dir(written, output / MODEL_LAST)
         if is_best:
@@ -321,7 +323,7 @@ def train_resumable(
                 state.update(step=step + 1, epoch=epoch,
                              seconds=round(spent_before + time.monotonic() - started, 1))
                 if step % T["eval_frequency"] == 0:
-                    with nlp.use_params(optimizer.averages) if optimizer.averages else _nothing():
+                    with averaged():
                         score, other_scores = evaluate()
                     is_best = state["best_score"] is None or score > state["best_score"]
                     if is_best:
@@ -358,11 +360,6 @@ def train_resumable(
     return state
 
 
-@contextmanager
-def _nothing() -> Iterator[None]:
-    yield
-
-
 def _append_log(path: Path, info: Dict[str, Any], score_weights: Dict[str, Any]) -> None:
     """One evaluation row in the format of spaCy's ConsoleLogger.v3 output_file."""
     scores = {}
@@ -384,4 +381,5 @@ def _truncate_log(path: Path, steps_done: int) -> None:
     path.write_text("".join(line + "\n" for line in kept), encoding="utf-8")
 
 
-__all__ = ["train_resumable", "read_state", "ResumeError", "stop_on_signals", "MODEL_LAST", "MODEL_BEST"]
+__all__ = ["train_resumable", "add_resume_options", "read_state", "ResumeError", "stop_on_signals",
+           "MODEL_LAST", "MODEL_BEST"]
