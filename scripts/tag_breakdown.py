@@ -10,9 +10,10 @@ Each pipeline tags TEST's gold tokens (so every token is scored, with no
 alignment); its accuracy on ATTR (pos: UPOS, tag: XPOS) is then split by
 the word's count in TRAIN (unseen, 1-9, 10-99, 100 or more), by whether
 TRAIN gave the word one tag or several, by whether the first pipeline's
-own tokenizer, run on the raw text, finds the gold token (spaCy's scorer
-counts a token it does not find as wrong for every pipeline alike), and by
-gold tag. A run named
+own tokenizer, run on the raw text, finds the gold token (where it does
+not, spaCy's scorer does not measure the tagger: it misses a gold token
+merged with a neighbour and counts a split one as right when any piece has
+the gold tag), and by gold tag. A run named
 more than once (one pipeline per seed) is averaged. The last column is the
 share of the total gain of the last run over the first that each group
 holds: where the contextual layers pay, and where there is no more to gain.

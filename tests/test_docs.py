@@ -118,7 +118,7 @@ def registered_functions():
     from spacy.util import registry
 
     found = {}
-    for reg in (registry.architectures, registry.layers, registry.model_loaders):
+    for reg in (registry.architectures, registry.layers, registry.model_loaders, registry.tokenizers):
         for name, func in reg.get_all().items():
             if name.startswith(PREFIX):
                 found[name] = func
@@ -128,7 +128,7 @@ def registered_functions():
 def test_registered_functions_exist():
     names = set(registered_functions())
     for name in ("ElmoBiLM", "ElmoListener", "ElmoTok2Vec", "ScalarMix", "ElmoStandalone", "EmbeddedLoader",
-                 "PublishedLoader", "NativeLoader"):
+                 "PublishedLoader", "NativeLoader", "SourceLoader", "TreebankTokenizer"):
         name = f"{PREFIX}{name}.v1"
         assert name in names
 
@@ -145,6 +145,12 @@ def test_every_registered_function_and_argument_is_documented():
         for param in inspect.signature(func).parameters:
             if not in_code(param, section):
                 missing.append(f"{name}: argument `{param}`")
+    from spacy_elmo.pipeline.treebank_tokenizer import TreebankTokenizer
+
+    tokenizer_section = section_for(f"{PREFIX}TreebankTokenizer.v1", page_sections)
+    for param in list(inspect.signature(TreebankTokenizer.initialize).parameters)[2:]:
+        if param != "nlp" and not in_code(param, tokenizer_section):
+            missing.append(f"[initialize.tokenizer] `{param}`")
     assert not missing, missing_report(missing, "architectures.md")
 
 

@@ -1,0 +1,65 @@
+"""Copy a trained pipeline with its tokenizer replaced by one learned from a treebank's training corpus.
+
+    python scripts/retokenize.py training/RUN/model-best training/RUN-tbtok --train corpus/ewt-train.spacy
+    python -m spacy_elmo evaluate training/RUN-tbtok corpus/ewt-test.spacy --output metrics/RUN-tbtok.json
+
+The copy's tokenizer is `spacy-elmo.TreebankTokenizer.v1`: the pipeline's own
+tokenizer plus the special cases and whole-token shapes it learns from the
+gold tokens of --train (see spacy_elmo/pipeline/treebank_tokenizer.py). Only
+the tokenizer changes: every component's weights are the trained ones, so
+the copy measures what the tokenizer alone does at prediction time. Prints
+how many gold tokens of each --report corpus the old and the new tokenizer
+produce exactly.
+"""
+import argparse
+import sys
+from pathlib import Path
+from typing import List, Optional
+
+import spacy
+from spacy.tokenizer import Tokenizer
+from spacy.tokens import Doc, DocBin
+from spacy.training import Example
+from wasabi import msg
+
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+
+TOKENIZER = "spacy-elmo.TreebankTokenizer.v1"
+
+
+def read_docs(path: Path, vocab) -> List[Doc]:
+    return list(DocBin().from_disk(path).get_docs(vocab))
+
+
+def main(argv: Optional[List[str]] = None) -> None:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("model", type=Path, help="a trained spaCy pipeline directory")
+    parser.add_argument("output", type=Path, help="where to write the copy")
+    parser.add_argument("--train", type=Path, required=True, help="the .spacy corpus whose gold tokens teach the rules")
+    parser.add_argument("--report", type=Path, nargs="*", default=[],
+                        help=".spacy corpora on which to print the old and new token accuracy")
+    args = parser.parse_args(argv)
+    for path in [args.model, args.train, *args.report]:
+        if not path.exists():
+            msg.fail(f"{path} does not exist", exits=1)
+    if args.output.resolve() == args.model.resolve():
+        msg.fail("the output must be a new directory, not the pipeline itself", exits=1)
+
+    from spacy_elmo.pipeline.treebank_tokenizer import TreebankTokenizer, gold_tokens_found
+
+    nlp = spacy.load(args.model, config={"nlp": {"tokenizer": {"@tokenizers": TOKENIZER}}})
+    tokenizer = nlp.tokenizer
+    assert isinstance(tokenizer, TreebankTokenizer)
+    before = Tokenizer(nlp.vocab).from_bytes(tokenizer.to_bytes())  # the pipeline's own, as trained
+    train = read_docs(args.train, nlp.vocab)
+    tokenizer.initialize(lambda: (Example(nlp.make_doc(doc.text), doc) for doc in train), nlp=nlp)
+    nlp.to_disk(args.output)
+    msg.good(f"Wrote {args.output}: {args.model}'s components with a tokenizer learned from {args.train}")
+    for path in args.report:
+        docs = read_docs(path, nlp.vocab)
+        old, new = gold_tokens_found(before, docs), gold_tokens_found(nlp.make_doc, docs)
+        msg.info(f"{path}: gold tokens found {old:.2%} -> {new:.2%}")
+
+
+if __name__ == "__main__":
+    main()
