@@ -42,7 +42,7 @@ def test_entry_points_name_every_registered_function():
 
     entry_points = _setup_cfg()["options.entry_points"]
     for group, reg in (("spacy_architectures", registry.architectures), ("thinc_layers", registry.layers),
-                       ("thinc_model_loaders", registry.model_loaders)):
+                       ("thinc_model_loaders", registry.model_loaders), ("spacy_tokenizers", registry.tokenizers)):
         declared = dict(line.split(" = ") for line in entry_points[group].strip().splitlines())
         ours = {name: func for name, func in reg.get_all().items() if name.startswith("spacy-elmo.")}
         assert set(declared) == set(ours), group

@@ -12,6 +12,7 @@ from .extensions import (
     set_doc_mixed,
     set_vector_hooks,
 )
+from .treebank_tokenizer import TreebankTokenizer, TreebankTokenizerFactory
 
 __all__ = [
     "Elmo",
@@ -27,4 +28,6 @@ __all__ = [
     "set_doc_layers",
     "set_doc_mixed",
     "set_vector_hooks",
+    "TreebankTokenizer",
+    "TreebankTokenizerFactory",
 ]

@@ -32,7 +32,7 @@ from spacy.language import Language
 from spacy.tokenizer import Tokenizer
 from spacy.tokens import Doc
 from spacy.training import Alignment, Example
-from spacy.util import compile_infix_regex, compile_prefix_regex, compile_suffix_regex
+from spacy.util import compile_infix_regex, compile_prefix_regex, compile_suffix_regex, registry
 
 SHAPE_RUN_CAP = 4  # spaCy's shape_ caps runs of one character class at four
 NUMBER_SEPARATORS = "-/:.,"
@@ -189,6 +189,7 @@ class TreebankTokenizer(Tokenizer):
         apply_treebank_rules(self, rules)
 
 
+@registry.tokenizers("spacy-elmo.TreebankTokenizer.v1")
 def TreebankTokenizerFactory() -> Callable[[Language], TreebankTokenizer]:
     """`@tokenizers = "spacy-elmo.TreebankTokenizer.v1"`: the language's default tokenizer that learns at initialize."""
 
