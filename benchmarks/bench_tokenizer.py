@@ -25,16 +25,7 @@ from spacy.training import Example  # noqa: E402
 from spacy_elmo.gold_data import ud_docs  # noqa: E402
 from spacy_elmo.pipeline.treebank_tokenizer import gold_tokens_found  # noqa: E402
 
-CONFIG = """
-[nlp]
-lang = "en"
-pipeline = []
-
-[nlp.tokenizer]
-@tokenizers = "spacy-elmo.TreebankTokenizer.v1"
-
-[components]
-"""
+TOKENIZER = {"nlp": {"tokenizer": {"@tokenizers": "spacy-elmo.TreebankTokenizer.v1"}}}
 
 
 def tokens_per_second(tokenizer, texts: List[str]) -> float:
@@ -52,7 +43,7 @@ def main() -> None:
     ewt = DATA / "ud_en_ewt"
     train, dev, test = (ud_docs(ewt / f"en_ewt-ud-{split}.conllu.gz", n_sents=10, limit=args.limit)
                         for split in ("train", "dev", "test"))
-    learned = spacy.util.load_model_from_config(spacy.util.load_config_from_str(CONFIG), auto_fill=True)
+    learned = spacy.blank("en", config=TOKENIZER)
     start = time.perf_counter()
     learned.initialize(lambda: [Example(learned.make_doc(doc.text), doc) for doc in train])
     learn_seconds = time.perf_counter() - start
