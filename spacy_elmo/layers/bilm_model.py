@@ -68,7 +68,8 @@ def ElmoBiLM(
 
     bilm: explicit sizes (any `BiLMConfig` field, e.g. lstm_dim, projection_dim,
         n_layers, filters) for a biLM with random weights.
-    max_window: most tokens of one window, for docs without sentence boundaries.
+    max_window: most tokens of one window, for docs without sentence boundaries
+        (never more than max_length).
     max_length: most tokens read from one zero state; longer sentences are cut.
     segmentation: "auto" (sentences when the doc has them, else windows),
         "sents" or "windows".
@@ -255,7 +256,7 @@ def predict_layers(model: Model, bilm: BiLM, docs: InT, use_doc_cache: bool = Fa
     cache: DocCache = model.attrs["doc_cache"]
     precision = _precision(model, bilm)
     if use_doc_cache and cache.enabled:
-        cache.bind(weights_key(bilm, precision, bilm.backend))
+        cache.bind(weights_key(bilm, precision, bilm.backend, _shim(model).generation))
     jobs: List[Tuple[int, Segment]] = []  # (doc position, segment)
     sentences: List[List[str]] = []
     keys = {}

@@ -168,6 +168,11 @@ def resolve_loader(weights: WeightsSetting = None) -> Loader:
         return EmbeddedLoader()
     if callable(weights):
         return weights
+    if not str(weights).strip():  # str(Path("")) is "." : an empty setting would read the working directory
+        raise ValueError(
+            "weights: an empty string names no model; leave it null for the embedded English biLM, "
+            "or give a directory, archive, URL or catalogue name"
+        )
     return SourceLoader(weights)
 
 

@@ -106,9 +106,12 @@ def split_window(
     Sentences end after sentence-final punctuation (and at the end of the
     run). Consecutive sentences share a window while it holds at most
     `max_window` tokens; a longer sentence is a window of its own, and only a
-    sentence longer than `max_length` is cut (`strided_windows`).
+    sentence longer than `max_length` is cut (`strided_windows`). No window
+    holds more than `max_length` tokens, the most the biLM reads from one
+    zero state, whatever `max_window` says.
     """
     limit = max(max_length, 1)
+    max_window = min(max_window, limit)
     windows: List[Segment] = []
     current: List[int] = []
     for start, end in _sentences(texts):
@@ -181,8 +184,9 @@ def _sentences(texts: Sequence[str]) -> List[Tuple[int, int]]:
 
 
 def segments_key(doc, segments: List[Segment]) -> tuple:
-    """A key identifying the biLM's input for a doc: its words, their grouping and what each segment keeps."""
-    return tuple((tuple(doc[i].text for i in seg.indices), seg.keep) for seg in segments)
+    """A key identifying the biLM's input for a doc: its words, their positions in the doc (a
+    skipped whitespace token moves them), their grouping and what each segment keeps."""
+    return tuple((tuple(seg.indices), tuple(doc[i].text for i in seg.indices), seg.keep) for seg in segments)
 
 
 __all__ = [

@@ -14,11 +14,13 @@ legacy form, a msgpack map of the same contents with no version or
 checksum, is read too (`_read_legacy`), so that pipelines saved in it load.
 """
 import contextlib
+import copy
 from typing import Any, Dict, Iterator, List, Optional, Sequence
 
 import srsly
 import torch
 from thinc.api import PyTorchShim, torch2xp, xp2torch
+from thinc.shims import Shim
 from thinc.util import get_torch_default_device
 
 from ..bilm.config import BiLMConfig
@@ -50,6 +52,21 @@ class ElmoShim(PyTorchShim):
             serialize_model=serialize_bilm,
             deserialize_model=deserialize_bilm,
         )
+        self.generation = 0  # optimizer updates applied by finish_update (see there)
+
+    def copy(self) -> "ElmoShim":
+        """A deep copy with an id of its own (thinc's `Shim.copy` keeps the original's).
+
+        thinc's optimizer keys a shim's parameters, their moments and their
+        averages by (shim id, parameter name): a copy that kept the id (the
+        biLM `replace_listeners` gives a component) would share them with the
+        `elmo` component's biLM when both train.
+        """
+        copied = copy.deepcopy(self)
+        with Shim.global_id_lock:
+            Shim.global_id += 1
+            copied.id = Shim.global_id
+        return copied
 
     @property
     def bilm(self) -> Optional[BiLM]:
@@ -79,9 +96,18 @@ class ElmoShim(PyTorchShim):
         for the embedded biLM). The optimizer updates the view in place, so
         there is nothing to assign; an optimizer that returns a new array
         has it copied in.
+
+        Those writes do not move the parameters' version counters (they must
+        not: spaCy calls this between a batch's forward pass and its
+        listeners' backward pass, whose saved tensors autograd checks), so
+        the `WeightsKey` of the weights stays the same. Caches of values
+        computed from them are therefore told here: the biLM's own are
+        cleared, and `generation` counts the updates, for the frozen biLM's
+        doc cache (layers/bilm_model.py) to check.
         """
         if self._model is None:
             return
+        changed = False
         for name, param in self._model.named_parameters():
             if param.grad is None:
                 continue
@@ -91,8 +117,14 @@ class ElmoShim(PyTorchShim):
                 if updated.data_ptr() != param.data_ptr():
                     with torch.no_grad():
                         param.copy_(updated)
+                changed = True
             param.grad.zero_()
         self._grad_scaler.update()
+        if changed:
+            self.generation += 1
+            clear_cache = getattr(getattr(self._model, "bilm", None), "clear_cache", None)
+            if clear_cache is not None:  # a BiLM (tests wrap plain torch modules too)
+                clear_cache()
 
     @contextlib.contextmanager
     def use_params(self, params: Dict[Any, Any]) -> Iterator[None]:

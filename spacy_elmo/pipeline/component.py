@@ -199,6 +199,7 @@ class Elmo(TrainablePipe):
         self.model = model
         self.name = name
         self.listener_map: Dict[str, List[ElmoListenerLayer]] = {}
+        self._pending: Optional[PendingBackward] = None  # a fine-tuning batch some listener has not reported for
         self.cfg: Dict[str, Any] = {
             "weights": str(weights) if weights is not None else None,
             "frozen": bool(frozen),
@@ -264,6 +265,7 @@ class Elmo(TrainablePipe):
         the model's attr its forward pass reads, and the standalone config replace_listeners writes."""
         self.cfg["frozen"] = bool(value)
         self.model.attrs["frozen"] = bool(value)
+        self._pending = None  # a frozen biLM takes no gradient
         self.model.attrs["replace_listener_cfg"] = partial(replace_listener_cfg, frozen=bool(value))
 
     @property
@@ -374,23 +376,23 @@ class Elmo(TrainablePipe):
             for listener in self.listeners:
                 listener.receive(batch_id, layers, _discard_gradient)
             return losses
+        self._flush_pending()  # the last batch's gradient, where a listener never reported
         losses.setdefault(self.name, 0.0)
         set_dropout_rate(self.model, drop)
         layers, bp_layers = self.model.begin_update(docs)
-        d_layers = [self.model.ops.alloc3f(*x.shape) for x in layers]
-        waiting = [len(self.listeners)]
+        pending = self._pending = PendingBackward(bp_layers, [self.model.ops.alloc3f(*x.shape) for x in layers])
+        expected = len(self.listeners)
 
         def backprop(one_d_layers):
             # every listener adds its gradient; the last to report, whichever it is (a component
             # may hold two, and the model walk need not list them in backprop order), runs the
             # biLM's backward pass and updates it
-            for i in range(len(one_d_layers)):
-                d_layers[i] += one_d_layers[i]
-                losses[self.name] += float((one_d_layers[i] ** 2).sum())
-            waiting[0] -= 1
-            if waiting[0]:
+            losses[self.name] += pending.add(one_d_layers)
+            if pending.reported < expected:
                 return [self.model.ops.alloc3f(*x.shape) for x in layers]
-            d_docs = bp_layers(d_layers)
+            d_docs = pending.run()
+            if self._pending is pending:
+                self._pending = None
             if sgd is not None:
                 self.finish_update(sgd)
             return d_docs
@@ -399,9 +401,26 @@ class Elmo(TrainablePipe):
             listener.receive(batch_id, layers, backprop)
         return losses
 
+    def _flush_pending(self) -> None:
+        """Backpropagate the gradients of a batch that not every listener reported for.
+
+        A listening component may skip a batch: spaCy's parser and NER return
+        before their backward pass when no doc of the batch has their gold
+        annotation, textcat when the docs are empty. Waiting for them would
+        drop the others' gradients; they go into the biLM here, before the
+        next batch or the optimizer's step, instead.
+        """
+        pending = self._pending
+        if pending is None or not pending.reported:
+            return  # nothing has arrived yet (spaCy steps the optimizer before the listeners report)
+        self._pending = None
+        if not self.frozen:
+            pending.run()
+
     def finish_update(self, sgd: Optimizer) -> None:
         """Update the biLM, unless it is frozen (then its weights never change)."""
         if not self.frozen:
+            self._flush_pending()
             super().finish_update(sgd)
             self.model.attrs["fresh"] = False  # trained now: no longer random weights
 
@@ -449,19 +468,67 @@ class Elmo(TrainablePipe):
 
     def from_bytes(self, bytes_data: bytes, *, exclude=tuple()) -> "Elmo":
         _check_readable(bytes_data, f"'{self.name}' component bytes")
-        return super().from_bytes(bytes_data, exclude=exclude)
+        settings = self._settings()
+        super().from_bytes(bytes_data, exclude=exclude)
+        self._restore_settings(settings)
+        return self
 
     def from_disk(self, path, *, exclude=tuple()) -> "Elmo":
         model_file = Path(path) / "model"
         if "model" not in exclude and model_file.is_file():
             _check_readable(model_file.read_bytes(), str(model_file))
-        return super().from_disk(path, exclude=exclude)
+        settings = self._settings()
+        super().from_disk(path, exclude=exclude)
+        self._restore_settings(settings)
+        return self
+
+    def _settings(self) -> Tuple[Dict[str, Any], Dict[str, Any]]:
+        """What the component's config set: its cfg and the biLM model's settings."""
+        attrs = self.model.attrs
+        return dict(self.cfg), {name: attrs[name] for name in defaults.model_settings() if name in attrs}
+
+    def _restore_settings(self, settings: Tuple[Dict[str, Any], Dict[str, Any]]) -> None:
+        """Put back the settings the config gave, over those the saved files hold.
+
+        The saved cfg and the model's saved attrs are the settings of the
+        pipeline that was saved; `spacy.load(path, config={...})` builds the
+        component from the config with its overrides, and those must win
+        (e.g. frozen = false to fine-tune a loaded pipeline, another backend).
+        The weights come from the files, as always.
+        """
+        cfg, attrs = settings
+        self.cfg.update(cfg)
+        self.model.attrs.update(attrs)
+        self.frozen = cfg["frozen"]
 
     def add_label(self, label: str) -> int:
         raise NotImplementedError(f"'{self.name}' has no labels")
 
     def __repr__(self) -> str:
         return f"<Elmo '{self.name}' frozen={self.frozen} weights={self.cfg['weights'] or 'default'}>"
+
+
+class PendingBackward:
+    """One batch's backward pass into the biLM: the listeners' summed gradients, run at most once."""
+
+    def __init__(self, bp_layers: Callable, d_layers: List[Any]) -> None:
+        self.bp_layers: Optional[Callable] = bp_layers
+        self.d_layers = d_layers
+        self.reported = 0
+
+    def add(self, one_d_layers: List[Any]) -> float:
+        """Add one listener's gradient; return its summed square (the component's loss, as tok2vec's)."""
+        loss = 0.0
+        for total, one in zip(self.d_layers, one_d_layers):
+            total += one
+            loss += float((one**2).sum())
+        self.reported += 1
+        return loss
+
+    def run(self) -> Any:
+        """The biLM's backward pass (its gradients accumulate on the parameters); once only."""
+        bp_layers, self.bp_layers = self.bp_layers, None
+        return bp_layers(self.d_layers) if bp_layers is not None else []
 
 
 def _check_readable(data: bytes, source: str) -> None:

@@ -50,13 +50,27 @@ def _clear(doc: Doc) -> None:
     _TRANSIENT_MIXED.pop(doc, None)
 
 
+def _as_array(value: Any, what: str) -> numpy.ndarray:
+    """`value` as a float numpy array (a nested list is converted; anything else is a ValueError)."""
+    if isinstance(value, numpy.ndarray):
+        return value
+    try:
+        return numpy.asarray(value, dtype=numpy.float32)
+    except (TypeError, ValueError) as err:
+        raise ValueError(f"{what} must be a numpy array of floats, got {type(value).__name__} ({err})") from None
+
+
 def set_doc_layers(doc: Doc, layers: Optional[numpy.ndarray], store: bool = True) -> None:
-    """Attach layers (replacing whatever layers or mix the doc kept); with store=False they are not serialized."""
+    """Attach layers (replacing whatever layers or mix the doc kept); with store=False they are not serialized.
+
+    Wrong input is a ValueError that leaves what the doc kept as it was."""
+    if layers is not None:
+        layers = _as_array(layers, "doc._.elmo")
+        if layers.ndim != 3 or layers.shape[1] != len(doc):
+            raise ValueError(f"doc._.elmo must have shape (L+1, {len(doc)}, width), got {layers.shape}")
     _clear(doc)
     if layers is None:
         return
-    if layers.ndim != 3 or layers.shape[1] != len(doc):
-        raise ValueError(f"doc._.elmo must have shape (L+1, {len(doc)}, width), got {layers.shape}")
     if store:
         _user_data(doc)[LAYERS_KEY] = layers
     else:
@@ -67,13 +81,16 @@ def set_doc_mixed(doc: Doc, vectors: Optional[numpy.ndarray], store: bool = True
     """Keep only the mixed vectors, (len(doc), width), in place of the layers (which are removed).
 
     `*._.elmo_vector` then read them as they are (the mix and gamma already
-    applied); with store=False they are not serialized.
+    applied); with store=False they are not serialized. Wrong input is a
+    ValueError that leaves what the doc kept as it was.
     """
+    if vectors is not None:
+        vectors = _as_array(vectors, "mixed ELMo vectors")
+        if vectors.ndim != 2 or vectors.shape[0] != len(doc):
+            raise ValueError(f"mixed ELMo vectors must have shape ({len(doc)}, width), got {vectors.shape}")
     _clear(doc)
     if vectors is None:
         return
-    if vectors.ndim != 2 or vectors.shape[0] != len(doc):
-        raise ValueError(f"mixed ELMo vectors must have shape ({len(doc)}, width), got {vectors.shape}")
     if store:
         _user_data(doc)[MIXED_KEY] = vectors
     else:
