@@ -1,7 +1,7 @@
 """Shared command-line helpers."""
 import os
 from pathlib import Path
-from typing import TYPE_CHECKING, NoReturn, Optional, Union
+from typing import TYPE_CHECKING, NoReturn, Optional, TypeVar, Union
 
 import typer
 from wasabi import msg
@@ -18,8 +18,26 @@ def fail(message: str, code: int = 1) -> NoReturn:
     raise typer.Exit(code)
 
 
+# the name every command takes for the package's embedded English biLM, as `pretrain --init-from` does
+EMBEDDED_MODEL = "embedded"
+
+
+_Source = TypeVar("_Source", bound=Union[str, Path])
+
+
+def model_source(source: Optional[_Source]) -> Optional[_Source]:
+    """`source` as the loaders take it: None (the embedded model) for the name "embedded".
+
+    `pretrain --init-from embedded` always meant the package's own biLM; the other commands
+    pass their model argument to the loaders, which know no such name, so they map it here
+    and the name means the same in every command. A directory called so is `./embedded`.
+    """
+    return None if source is not None and str(source) == EMBEDDED_MODEL else source
+
+
 def load_weights_or_fail(path: Optional[Union[str, Path]], with_softmax: bool = False) -> "NativeModel":
-    """The model `path` names (a directory, archive, URL or catalogue name; None: the embedded one), or exit.
+    """The model `path` names (a directory, archive, URL, catalogue name, or "embedded"; None: the
+    embedded one), or exit.
 
     Read through the loader that `path` picks (`spacy_elmo.layers.loaders.read_weights`), the same
     resolution the component's `weights` setting goes through. Where spaCy and thinc are not
@@ -32,9 +50,39 @@ def load_weights_or_fail(path: Optional[Union[str, Path]], with_softmax: bool = 
         from ..io import load_model as read_weights  # type: ignore[assignment]
 
     try:
-        return read_weights(path, with_softmax=with_softmax)
+        return read_weights(model_source(path), with_softmax=with_softmax)
     except WeightsError as err:
         fail(str(err))
+
+
+def check_at_least(option: str, value: Optional[float], minimum: float, meaning: str = "") -> None:
+    """Exit with one message if a number option is below `minimum` (None: not given, fine).
+
+    Commands check their numbers before they load a model or create a file, so that a
+    nonsensical value (a batch of 0 sentences, a cache of -1 entries) is one clear message
+    instead of a traceback deep in the work, or an empty result that looks complete.
+    `meaning`: what the smallest allowed value does, where it is special (e.g. "0: off").
+    """
+    if value is not None and value < minimum:
+        extra = f" ({meaning})" if meaning else ""
+        fail(f"{option} must be {minimum} or more{extra}, got {value}")
+
+
+def check_spacy_lang_or_fail(lang: str) -> None:
+    """Exit with one message if spaCy has no language `lang` (spacy.blank(lang) would fail).
+
+    The same message as `embed --lang` gives; checked before any work so that a typo costs
+    nothing. Without spaCy installed nothing is checked: the command says so itself when it
+    needs spaCy.
+    """
+    try:
+        from spacy.util import get_lang_class
+    except ImportError:
+        return
+    try:
+        get_lang_class(lang)
+    except (ImportError, KeyError, ValueError) as err:
+        fail(f"--lang {lang}: no such spaCy language ({err})")
 
 
 def pick_device(gpu_id: int) -> str:

@@ -5,14 +5,14 @@ from typing import Optional
 import typer
 from wasabi import msg
 
-from ._util import fail
+from ._util import fail, model_source
 
 
 def download_cli(
     source: str = typer.Argument(
         ...,
         help="Catalogue name (see `info --list`), URL of a .zip/.tar.gz, \"OPTIONS_URL WEIGHTS_URL\", "
-        "or a local archive",
+        "a local archive, or \"embedded\" (installed with the package: nothing to fetch)",
     ),
     cache_dir: Optional[Path] = typer.Option(
         None, "--cache-dir", help="Cache to fill (default: $SPACY_ELMO_CACHE, else the user cache directory)"
@@ -27,7 +27,18 @@ def download_cli(
     """
     from ..io import WeightsError
     from ..io.sources import parse_source, resolve_source
+    from ..resources import default_model_path
 
+    if model_source(source) is None:  # "embedded": the name every command takes; it ships with the package
+        try:
+            path = default_model_path()
+        except WeightsError as err:
+            fail(str(err))
+        if quiet:
+            print(path)
+        else:
+            msg.info(f"{source} is the package's own model, installed with it in {path}: nothing to download")
+        return
     try:
         kind = parse_source(source).kind
         path = resolve_source(source, cache=cache_dir, progress=not quiet)

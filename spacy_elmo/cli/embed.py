@@ -8,9 +8,9 @@ from tqdm import tqdm
 from wasabi import msg
 
 from ..bilm.engine import BackendError
-from ..bilm.engine.bulk import EMBED_BATCH_SENTENCES, EMBED_BATCH_TOKENS
+from ..bilm.engine.bulk import EMBED_BATCH_SENTENCES, EMBED_BATCH_TOKENS, PRECISIONS
 from .. import defaults
-from ._util import fail, load_weights_or_fail, pick_device
+from ._util import check_at_least, check_spacy_lang_or_fail, fail, load_weights_or_fail, model_source, pick_device
 
 
 def embed_cli(
@@ -94,6 +94,8 @@ def embed_cli(
     """
     from ..embedding.dump import DumpError, check_layers, embed_file, join_shards
 
+    if join < 0:
+        fail(f"--join N joins N shard files, so N must be 1 or more (0, the default: embed), got {join}")
     if join:
         try:
             join_shards(output_path, join)
@@ -103,6 +105,10 @@ def embed_cli(
         return
     if engine not in ENGINES:
         fail(f"--engine must be one of {ENGINES}, got {engine!r}")
+    _check_options(batch_size=batch_size, batch_tokens=batch_tokens, chunk_lines=chunk_lines, cache=cache,
+                   precision=precision, workers=workers, cpus_per_worker=cpus_per_worker,
+                   gpus_per_worker=gpus_per_worker, lang=lang, pipeline=pipeline)
+    weights = model_source(weights)  # "embedded": None, the embedded model (the Ray workers load it too)
     layers, weights_text = _layer_options(layers, layer_weights, mix)
     weights_list = None
     if weights_text:
@@ -187,6 +193,49 @@ def embed_cli(
 
 
 ENGINES = ("local", "ray")
+
+
+def _check_options(
+    *,
+    batch_size: int,
+    batch_tokens: int,
+    chunk_lines: int,
+    cache: int,
+    precision: str,
+    workers: int,
+    cpus_per_worker: int,
+    gpus_per_worker: Optional[float],
+    lang: Optional[str],
+    pipeline: Optional[str],
+) -> None:
+    """Exit with one message on an option value `embed` cannot work with, before anything is loaded or written.
+
+    The docs promise bad input is reported "before any work": a value found wrong only once
+    the run has started (the precision at the first batch, a JSONL tokenizer at the first
+    "text") would leave OUTPUT.partial behind, which a corrected rerun then refuses without
+    --resume or --overwrite; and some (a cache of -1) were a traceback.
+    """
+    from ..embedding.dump import DumpError
+    from ..embedding.inputs import make_tokenizer
+
+    check_at_least("--batch-size", batch_size, 1)
+    check_at_least("--batch-tokens", batch_tokens, 1)
+    check_at_least("--chunk-lines", chunk_lines, 1)
+    check_at_least("--cache", cache, 0, "0: off")
+    check_at_least("--workers", workers, 1)
+    check_at_least("--cpus-per-worker", cpus_per_worker, 1)
+    check_at_least("--gpus-per-worker", gpus_per_worker, 0)
+    if precision not in PRECISIONS:
+        fail(f"--precision must be one of {', '.join(PRECISIONS)}, got {precision!r}")
+    if lang and pipeline:
+        fail("give --lang or --pipeline, not both")
+    if lang:
+        check_spacy_lang_or_fail(lang)
+    elif pipeline:
+        try:
+            make_tokenizer(None, pipeline)  # loaded once per process: the run reuses it
+        except (DumpError, ImportError) as err:  # ImportError: spaCy itself is not installed
+            fail(str(err))
 
 
 def _layer_options(layers: str, layer_weights: Optional[str], mix: Optional[str]):

@@ -11,7 +11,7 @@ import typer
 from wasabi import msg
 
 from ..bilm.engine import backends
-from ._util import huge_pages, load_weights_or_fail
+from ._util import huge_pages, load_weights_or_fail, model_source
 
 
 def cpu_inference() -> dict:
@@ -73,7 +73,9 @@ def _token_encoder(config: Any) -> str:
 
 def info_cli(
     model_path: Optional[str] = typer.Argument(
-        None, help="Model: a directory, archive, URL or catalogue name (default: the embedded English model)"
+        None,
+        help="Model: a directory, archive, URL, catalogue name or \"embedded\" (default: the embedded English "
+        "model)",
     ),
     as_json: bool = typer.Option(False, "--json", help="Print JSON"),
     list_models: bool = typer.Option(
@@ -89,7 +91,7 @@ def info_cli(
     config = bilm.config
     n_params = sum(p.numel() for p in bilm.parameters())
     info: Dict[str, Any] = {
-        "path": str(model_path) if model_path else "(embedded English model)",
+        "path": str(model_path) if model_source(model_path) else "(embedded English model)",
         "layers": config.n_output_layers,
         "width": config.width,
         "parameters": n_params,

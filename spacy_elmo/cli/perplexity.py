@@ -5,12 +5,14 @@ import srsly
 import typer
 from wasabi import msg
 
-from ._util import fail, load_weights_or_fail, pick_device
+from ._util import check_at_least, check_spacy_lang_or_fail, fail, load_weights_or_fail, pick_device
 
 
 def perplexity_cli(
     model_path: str = typer.Argument(
-        ..., help="Model with a softmax (native format): a directory, archive, URL or catalogue name"
+        ...,
+        help="Model with a softmax (native format, as a pretrain run's model-last or model-best): a directory, "
+        "archive, URL or catalogue name",
     ),
     text_path: Path = typer.Argument(
         ..., help="Text file (.txt or .gz), one sentence or paragraph per line", exists=True
@@ -20,7 +22,9 @@ def perplexity_cli(
     tokenizer: str = typer.Option(
         "spacy", "--tokenizer", help="spacy (spaCy's --lang tokenizer) or whitespace (the text is already tokenized)"
     ),
-    max_length: int = typer.Option(64, "--max-length", help="Cut longer lines into segments of this many tokens"),
+    max_length: int = typer.Option(
+        64, "--max-length", help="Cut longer lines into segments of this many tokens (0: no limit)"
+    ),
     batch_tokens: int = typer.Option(4096, "--batch-tokens", help="Padded tokens per batch"),
     gpu_id: int = typer.Option(-1, "--gpu-id", "-g", help="GPU to use (-1: CPU)"),
 ) -> None:
@@ -30,14 +34,20 @@ def perplexity_cli(
 
     if tokenizer not in TOKENIZERS:
         fail(f"--tokenizer {tokenizer!r}: choose one of {TOKENIZERS}")
+    check_at_least("--max-length", max_length, 0, "0: no limit")
+    check_at_least("--batch-tokens", batch_tokens, 1)
+    if tokenizer == "spacy":
+        check_spacy_lang_or_fail(lang)
 
     loaded = load_weights_or_fail(model_path, with_softmax=True)
     try:
         lm = loaded.language_model()
     except WeightsError:
         fail(
-            f"{model_path}: this model has no softmax, so it cannot score text (published ELMo weights "
-            "ship without one); use a model trained with `spacy_elmo pretrain`"
+            f"{model_path}: this model carries no softmax, so it cannot score text (published ELMo weights "
+            "have none, and the models this package ships or publishes, the embedded one included, drop it to "
+            "save space); perplexity needs the model-last or model-best directory of a `spacy_elmo pretrain` run, "
+            "which keeps it"
         )
     lm.to(pick_device(gpu_id))
     try:
