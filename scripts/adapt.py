@@ -12,13 +12,16 @@ table stays frozen, so the baseline with the biLM's table as static vectors
 stays the fair one. `shipped` starts from the package's embedded biLM (a new
 softmax, started from its own word table, trains alone first);
 `pretrained` from the project's `pretrain` output, which brings its softmax.
-The adapted model is OUTPUT/model-best. A run already under way continues
-from its checkpoint; a finished one (OUTPUT/model-last exists) is kept.
+The adapted model is OUTPUT/model-best. A run already under way, or one
+stopped by a signal, continues from its checkpoint; a finished one (its
+model-last says so: `run_finished`) is kept.
 """
 import argparse
 from pathlib import Path
 
 from pretrain import run_pretrain  # scripts/pretrain.py, beside this script
+
+from spacy_elmo.pretrain.trainer import run_finished
 
 
 def main() -> None:
@@ -33,8 +36,9 @@ def main() -> None:
     parser.add_argument("--gpu-id", type=int, default=-1)
     args, extra = parser.parse_known_args()
     output = Path(args.output)
-    if (output / "model-last").exists():
-        print(f"{output} has finished (model-last exists); delete {output} to adapt again")
+    # not model-last's existence: a run stopped by SIGINT/SIGTERM writes one too, and must go on
+    if run_finished(output):
+        print(f"{output} has finished (its model-last says so); delete {output} to adapt again")
         return
     settings = ["--paths.train", args.train, "--paths.dev", args.dev, "--gpu-id", str(args.gpu_id)]
     if args.elmo_model == "pretrained":

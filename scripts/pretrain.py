@@ -13,13 +13,16 @@ table also starting the softmax's output embeddings; the second pass
 with the table fine-tuned and a fresh softmax started from the table, as the
 shipped model was trained. `--passes 1` stops after the first pass (in
 OUTPUT); `--word-table none` trains the character CNN alone. A run already
-under way continues from its checkpoint.
+under way, or one stopped by a signal, continues from its checkpoint; a
+finished one (its model-last says so: `run_finished`) is kept.
 """
 import argparse
 import subprocess
 import sys
 from pathlib import Path
 from typing import List
+
+from spacy_elmo.pretrain.trainer import run_finished
 
 
 def main() -> None:
@@ -41,9 +44,10 @@ def main() -> None:
         print(f"Using the biLM shipped in the package: {default_model_path()}")
         return
     output = Path(args.output)
-    # model-last is written after a run's last step (model-best already at its first evaluation)
-    if (output / "model-last").exists():
-        print(f"{output} has finished (model-last exists); delete {output} to pretrain again")
+    # model-best is written at a run's first evaluation and model-last also when a signal stops
+    # it: neither means the run has finished; model-last's "finished" does
+    if run_finished(output):
+        print(f"{output} has finished (its model-last says so); delete {output} to pretrain again")
         return
     common = ["--paths.train", args.train, "--paths.dev", args.dev, "--gpu-id", str(args.gpu_id)]
     table = None if args.word_table.lower() == "none" else Path(args.word_table)
@@ -54,7 +58,7 @@ def main() -> None:
                      "or pass --word-table none)")
     first = output if args.passes == 1 else output.with_name(output.name + "-pass1")
     first_pass = common + (["--paths.word_table", str(table), "--paths.softmax_init", str(table)] if table else [])
-    if not (first / "model-last").exists():
+    if not run_finished(first):
         run_pretrain(args.config, first, first_pass + extra)
     if args.passes == 1:
         return

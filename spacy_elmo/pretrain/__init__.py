@@ -2,7 +2,7 @@
 from .text_corpus import TokenizedCorpus
 from .settings import DEFAULT_CONFIG, SettingsError, load_config
 from .building import build_language_model
-from .trainer import Interrupted, Trainer, pretrain
+from .trainer import Interrupted, Trainer, pretrain, run_finished
 
 __all__ = [
     "DEFAULT_CONFIG",
@@ -13,4 +13,5 @@ __all__ = [
     "build_language_model",
     "load_config",
     "pretrain",
+    "run_finished",
 ]

@@ -1,8 +1,10 @@
 """Crash-safe, code-free training checkpoints.
 
 A checkpoint is one file holding everything a run needs to continue exactly:
-model and softmax weights, optimizer state, step and data position, and every
-random generator's state (python's, numpy's, torch's and the sampler's). It
+model and softmax weights, optimizer state, step and data position, every
+random generator's state (python's, numpy's, torch's, the training GPU's when
+it trains on one, and the sampler's) and, for float16 on a GPU, the gradient
+scaler's state. It
 holds only tensors and plain values (dicts, lists, tuples, strings, numbers,
 None) and is read with PyTorch's safe loader (`weights_only=True`), so a
 checkpoint file from elsewhere cannot run code; anything else in it, a key
@@ -17,7 +19,7 @@ previous checkpoint is untouched and the error is reported.
 import random
 import re
 from pathlib import Path
-from typing import Any, Callable, Dict, Tuple
+from typing import Any, Callable, Dict, Optional, Tuple
 
 import numpy
 import torch
@@ -30,23 +32,35 @@ class CheckpointError(RuntimeError):
     pass
 
 
-def rng_state() -> Dict[str, Any]:
-    """Python's, numpy's and torch's global generator states, as plain values and tensors."""
+def rng_state(device: Optional[torch.device] = None) -> Dict[str, Any]:
+    """Python's, numpy's and torch's global generator states, as plain values and tensors.
+
+    On a CUDA `device` (the one this process trains on) also that GPU's generator ("cuda"),
+    which draws the dropout masks there: without it a resumed GPU run would not continue
+    exactly. Only that device's: asking for every GPU's state would start CUDA on all of them."""
     np_state: Any = numpy.random.get_state()  # a tuple (numpy's stubs say dict)
     version, internal, gauss = random.getstate()
-    return {
+    state = {
         "python": [int(version), list(internal), gauss],
         "numpy": [str(np_state[0]), np_state[1].tolist(), int(np_state[2]), int(np_state[3]), float(np_state[4])],
         "torch": torch.get_rng_state(),
     }
+    if device is not None and device.type == "cuda":
+        state["cuda"] = torch.cuda.get_rng_state(device)
+    return state
 
 
-def set_rng_state(state: Dict[str, Any]) -> None:
+def set_rng_state(state: Dict[str, Any], device: Optional[torch.device] = None) -> None:
+    """Restore what `rng_state` saved. The GPU generator's state ("cuda") goes to a CUDA `device`;
+    it is ignored on the CPU (a GPU run resumed on a CPU), and a checkpoint without it (written on
+    a CPU, or before it was saved) leaves the GPU's generator as it is."""
     version, internal, gauss = state["python"]
     random.setstate((version, tuple(internal), gauss))
     kind, keys, pos, has_gauss, gauss = state["numpy"]
     numpy.random.set_state((kind, numpy.asarray(keys, dtype=numpy.uint32), pos, has_gauss, gauss))
     torch.set_rng_state(state["torch"])
+    if state.get("cuda") is not None and device is not None and device.type == "cuda":
+        torch.cuda.set_rng_state(state["cuda"], device)
 
 
 def save_checkpoint(path: Path, state: Dict[str, Any]) -> None:
@@ -135,7 +149,11 @@ def _progress(value: Any) -> bool:
 
 
 def _rng(value: Any) -> bool:
-    if not isinstance(value, dict) or set(value) != {"python", "numpy", "torch"}:
+    if not isinstance(value, dict) or not {"python", "numpy", "torch"} <= set(value) <= {
+        "python", "numpy", "torch", "cuda"
+    }:
+        return False
+    if "cuda" in value and not _is_byte_tensor(value["cuda"]):  # the training GPU's generator, if any
         return False
     python, np_state = value["python"], value["numpy"]
     return (
@@ -163,6 +181,11 @@ def _carried(value: Any) -> bool:
     )
 
 
+def _scaler(value: Any) -> bool:
+    """A GradScaler's state_dict: names to numbers (scale, growth factors, tracker)."""
+    return isinstance(value, dict) and all(isinstance(k, str) and _is_number(v) for k, v in value.items())
+
+
 def _word_table(value: Any) -> bool:
     if not isinstance(value, dict) or not _is_int(value.get("dim")) or value["dim"] < 1:
         return False
@@ -180,7 +203,7 @@ _LAYOUT: Dict[str, Tuple[bool, Callable[[Any], bool], str]] = {
     "model": (True, _model, "a mapping of parameter names to tensors"),
     "optimizer": (True, _optimizer, "an optimizer state (state, param_groups)"),
     "progress": (True, _progress, f"a mapping with non-negative integers {', '.join(_PROGRESS_INTS)}"),
-    "rng": (True, _rng, "the python, numpy and torch generator states"),
+    "rng": (True, _rng, "the python, numpy and torch (and optionally cuda) generator states"),
     "sampler": (
         True, lambda v: _is_list(v, _is_byte_tensor) and len(v) > 0, "a list of generator states (uint8 tensors)"
     ),
@@ -189,6 +212,7 @@ _LAYOUT: Dict[str, Tuple[bool, Callable[[Any], bool], str]] = {
     "config": (False, lambda v: v is None or isinstance(v, str), "the run's config as text"),
     "word_table": (False, _word_table, "the word table's vocabulary (words, specials), dim and table.json"),
     "distill": (False, _model, "the distillation map's parameters ([training.distill])"),
+    "scaler": (False, _scaler, "the gradient scaler's state (float16 on a GPU)"),
 }
 
 

@@ -75,9 +75,15 @@ def backend_for(device: torch.device) -> str:
     return GPU_BACKEND if device.type == "cuda" else CPU_BACKEND
 
 
+def launched_world_size() -> int:
+    """The number of processes torchrun started (WORLD_SIZE; 1 without torchrun), known before
+    the process group is joined, so settings that need one process can be refused first."""
+    return int(os.environ.get("WORLD_SIZE", "1"))
+
+
 def init_distributed(device: Optional[str] = None) -> Dist:
     """This process's rank and device; joins the process group torchrun describes, if any."""
-    world_size = int(os.environ.get("WORLD_SIZE", "1"))
+    world_size = launched_world_size()
     if world_size <= 1:
         return Dist(device=rank_device(device, 0, distributed=False))
     rank = int(os.environ["RANK"])
@@ -113,4 +119,6 @@ def check_replicas(state: Dist, module: torch.nn.Module, log: Path) -> Optional[
     return checksums
 
 
-__all__ = ["Dist", "check_replicas", "init_distributed", "rank_device", "backend_for", "shutdown"]
+__all__ = [
+    "Dist", "check_replicas", "init_distributed", "launched_world_size", "rank_device", "backend_for", "shutdown"
+]

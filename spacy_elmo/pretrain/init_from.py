@@ -2,10 +2,11 @@
 
 The run gets a fresh optimizer and schedule: training continues across runs
 without keeping optimizer state. The model's architecture replaces the
-config's `[model]`, so that the run's config.cfg describes what is trained.
+config's `[model]`, so that the run's config.cfg describes what is trained;
+a resume takes it again from the checkpoint's config (`resume_architecture`).
 """
 from pathlib import Path
-from typing import Any, Dict, Mapping, Optional, Tuple
+from typing import Any, Dict, List, Mapping, MutableMapping, Optional, Tuple
 
 import torch
 from confection import Config
@@ -19,6 +20,8 @@ from .settings import SettingsError
 
 # [paths] init_from value that names the package's embedded biLM
 EMBEDDED_MODEL = "embedded"
+# [model] settings that stay the config's when a start model's architecture replaces the others
+KEPT_MODEL_SETTINGS = ("dropout", "word_table_trainable")
 
 
 def model_path(source: str) -> Path:
@@ -53,17 +56,7 @@ def start_model(config: Config, report: bool) -> Optional[NativeModel]:
         start = load_native(path)
     except WeightsError as err:
         raise SettingsError(f"[paths] init_from: {err}") from None
-    model_cfg = config["model"]
-    arch = start.bilm.config.to_dict()
-    changed = []
-    for key in model_cfg:
-        if key in arch and key not in ("dropout", "word_table_trainable"):
-            before, after = model_cfg[key], arch[key]
-            if key == "filters":
-                before, after = [list(f) for f in before], [list(f) for f in after]
-            if before != after:
-                changed.append(f"{key}: {before!r} -> {after!r}")
-            model_cfg[key] = after
+    changed = take_architecture(config["model"], start.bilm.config.to_dict())
     if changed and report:
         from wasabi import msg
 
@@ -71,6 +64,46 @@ def start_model(config: Config, report: bool) -> Optional[NativeModel]:
     if start.head is not None and start.head.kind != config["softmax"]["kind"]:
         start.head = None  # another kind of softmax: trained afresh
     return start
+
+
+def take_architecture(model_cfg: MutableMapping[str, Any], arch: Mapping[str, Any]) -> List[str]:
+    """Set the [model] settings `model_cfg` to the architecture `arch` (a biLM config's or a
+    saved [model] section's values), in place, except KEPT_MODEL_SETTINGS (training settings);
+    keys `arch` lacks stay as they are. Returns the changes, as "key: before -> after" lines."""
+    changed = []
+    for key in model_cfg:
+        if key in arch and key not in KEPT_MODEL_SETTINGS:
+            before, after = model_cfg[key], arch[key]
+            if key == "filters":
+                before, after = [list(f) for f in before], [list(f) for f in after]
+            if before != after:
+                changed.append(f"{key}: {before!r} -> {after!r}")
+            model_cfg[key] = after
+    return changed
+
+
+def resume_architecture(config: Config, saved: Optional[str], report: bool) -> None:
+    """On --resume of a run that started from an init_from model: its [model] architecture,
+    as the checkpoint's config recorded it, replaces the config's again, in place.
+
+    `start_model` replaced the config's [model] with the start model's architecture when the
+    run began, and the checkpoint saved that config; a resume does not load the start model,
+    so without this the user's own [model] (e.g. the defaults, for a config without one) was
+    compared with the saved one and the resume refused. Taken from the checkpoint, not the
+    start model's directory, so a resume needs only the checkpoint (the start model may have
+    moved). `saved`: the checkpoint's config text (None for old checkpoints: nothing to do);
+    a run without init_from is left alone, so changing its [model] is still refused.
+    `report`: print what changed (the main process)."""
+    if not saved:
+        return
+    old = Config().from_str(saved, interpolate=False)
+    if not old.get("paths", {}).get("init_from") or "model" not in old:
+        return
+    changed = take_architecture(config["model"], old["model"])
+    if changed and report:
+        from wasabi import msg
+
+        msg.info("[model] taken from the checkpoint (the init_from model's architecture): " + "; ".join(changed))
 
 
 def model_word_table(
@@ -140,5 +173,6 @@ def continue_from(lm: LanguageModel, start: NativeModel, counts: Mapping[str, in
 
 
 __all__ = [
-    "EMBEDDED_MODEL", "continue_from", "model_path", "model_word_table", "provenance", "start_model", "start_provenance"
+    "EMBEDDED_MODEL", "KEPT_MODEL_SETTINGS", "continue_from", "model_path", "model_word_table", "provenance",
+    "resume_architecture", "start_model", "start_provenance", "take_architecture",
 ]

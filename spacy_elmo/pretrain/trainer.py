@@ -13,10 +13,12 @@ Output directory:
     model-best/, model-last/   native format (with softmax), loadable by the `elmo` component
     snapshots/step-N/          the same, every [training] snapshot_every steps (if set)
     checkpoint.pt              everything needed to resume exactly
+    (model-last's elmo.json says "finished": true once the run has reached its end: `run_finished`)
     log.jsonl                  one JSON object per evaluation
     perplexity.png             training and dev curves
     config.cfg                 the resolved config of the run
 """
+import configparser
 import contextlib
 import json
 import math
@@ -34,7 +36,8 @@ from ..bilm.language_model import LanguageModel, LMBatch
 from ..bilm.lstm import LSTMState
 from ..bilm.vocab import Vocabulary, WordTableVocabulary
 from ..faults import fault_point
-from ..io.native import NativeModel, save_native
+from ..io.errors import WeightsError
+from ..io.native import NativeModel, read_meta, save_native
 from .batching import sentence_batches, shuffled, skip, stream_batches
 from .building import (
     build_language_model, build_optimizer, init_softmax_from_table, learning_rate, training_autocast,
@@ -43,8 +46,8 @@ from .checkpoint import CheckpointError, load_checkpoint, rng_state, save_checkp
 from .distill import (
     DistilledLM, DistillError, DistillTargets, Teacher, batch_sentences, build_distillation, resolve_teacher,
 )
-from .distributed import Dist, check_replicas, init_distributed, shutdown
-from .init_from import continue_from, model_word_table, start_model, start_provenance
+from .distributed import Dist, check_replicas, init_distributed, launched_world_size, shutdown
+from .init_from import continue_from, model_word_table, resume_architecture, start_model, start_provenance
 from .plot import plot_perplexity
 from .progress import Progress, StopFlag, Window
 from .settings import RunPaths, SettingsError, check_resume_config
@@ -68,6 +71,7 @@ class Trainer:
         self.config = config
         self.paths = RunPaths(Path(output_dir))
         self.progress = progress
+        check_stream_processes(config, launched_world_size())  # before joining any process group
         # the device per rank (LOCAL_RANK's GPU under torchrun), set before any collective
         self.dist: Dist = init_distributed(device)
         self.device = self.dist.device
@@ -247,6 +251,8 @@ class Trainer:
         start: Optional[NativeModel] = None
         table_vectors: Optional[torch.Tensor] = None
         if state is not None:
+            # an init_from run's [model] is its start model's: take it again, as start_model did
+            resume_architecture(self.config, state.get("config"), report=self.dist.is_main)
             check_resume_config(self.config, state.get("config"), self.paths.checkpoint, report=self.dist.is_main)
             self.vocab = Vocabulary(state["vocab"])
             self.start_metadata = start_provenance(self.config)
@@ -302,14 +308,15 @@ class Trainer:
                 or self.config["training"]["softmax_warmup_steps"] > 0,
             )
         # a frozen word table (requires_grad=False) is no optimizer's business, but stays in the state
-        trained = self.distilled if self.distilled is not None else self.lm  # the distillation map trains too
-        self.optimizer = build_optimizer(self.config, [p for p in trained.parameters() if p.requires_grad])
+        # the module whose parameters train (the distillation map's too): the optimizer's, and grad_clip's
+        self.trained: torch.nn.Module = self.distilled if self.distilled is not None else self.lm
+        self.optimizer = build_optimizer(self.config, [p for p in self.trained.parameters() if p.requires_grad])
         self.sampler = torch.Generator().manual_seed(self.seed + 7919 * (self.dist.rank + 1))
-        if state is not None:
-            self._restore(state)
         precision = self.config["training"]["precision"]
         self.autocast: ContextManager[Any] = training_autocast(precision, self.device)
         self.scaler = torch.amp.GradScaler("cuda") if precision == "float16" and self.device.type == "cuda" else None
+        if state is not None:
+            self._restore(state)  # after the scaler: the checkpoint holds its state too
 
     def _corpus_segments(self) -> Iterator[List[str]]:
         """The training corpus's segments in file order (this process's shares, when sharded)."""
@@ -384,7 +391,11 @@ class Trainer:
             self.position.update(saved)
             if "epoch_batches" not in saved:  # written before the count: one batch per process and step
                 self.position.epoch_batches = self.position.batches_in_epoch * self.dist.world_size
-            set_rng_state(state["rng"])
+            set_rng_state(state["rng"], self.device)
+            # float16 on a GPU: the loss scale and its growth tracker go on (a checkpoint without
+            # them, written before they were saved or by a float32 run, starts a fresh scaler)
+            if self.scaler is not None and state.get("scaler"):
+                self.scaler.load_state_dict(state["scaler"])
             if rank < len(state["sampler"]):
                 self.sampler.set_state(state["sampler"][rank])
             else:  # more processes than the checkpoint had: a fresh generator, by rank and step
@@ -405,6 +416,10 @@ class Trainer:
         """Epochs until max_epochs or a stop; returns what stopped it ("limit", a
         signal's name) or None when the epochs ran out."""
         training = self.config["training"]
+        # checked before any step, too: a resumed run that had reached max_steps (or max_minutes)
+        # trains no step more (on every process alike)
+        if self.dist.any(self._limit_reached()):
+            return "limit"
         stopped_by: Optional[str] = None
         while self.position.epoch < training["max_epochs"] and stopped_by is None:
             epoch = self.position.epoch
@@ -424,6 +439,15 @@ class Trainer:
                 if self.sharded is not None:
                     self.sharded.new_epoch()
         return stopped_by
+
+    def _limit_reached(self) -> bool:
+        """[training] max_steps or max_minutes reached (0: no limit)."""
+        training = self.config["training"]
+        max_steps, max_seconds = int(training["max_steps"]), float(training["max_minutes"]) * 60.0
+        return bool(
+            (max_steps and self.position.step >= max_steps)
+            or (max_seconds and time.perf_counter() - self.started >= max_seconds)
+        )
 
     def _next_micro_batches(self, batches: Iterator[Any]) -> Optional[List[LMBatch]]:
         """This process's micro-batches of the next step, or None at the end of the epoch
@@ -448,7 +472,6 @@ class Trainer:
 
     def _train_epoch(self, batches: Iterator[Any], stop: StopFlag) -> Optional[str]:
         training = self.config["training"]
-        max_steps, max_seconds = int(training["max_steps"]), float(training["max_minutes"]) * 60.0
         while True:
             micro = self._next_micro_batches(batches)
             if micro is None:
@@ -456,9 +479,9 @@ class Trainer:
             self._step(micro)
             step = self.position.step
             fault_point("pretrain.step")  # tests inject kills and signals here (faults.py)
-            done = (max_steps and step >= max_steps) or (
-                max_seconds and time.perf_counter() - self.started >= max_seconds
-            )
+            # agreed on every process: each reads its own clock for max_minutes, and one that left the
+            # loop alone would leave the others waiting in their next collective
+            done = self.dist.any(self._limit_reached())
             if step % training["eval_every"] == 0:
                 self._evaluate_and_log()
                 self.window.reset()
@@ -527,7 +550,8 @@ class Trainer:
         if self.scaler is not None:
             self.scaler.unscale_(self.optimizer)
         if training["grad_clip"]:
-            torch.nn.utils.clip_grad_norm_(self.lm.parameters(), training["grad_clip"])
+            # every trained parameter, the distillation map's too (without distillation: the LM's, as always)
+            torch.nn.utils.clip_grad_norm_(self.trained.parameters(), training["grad_clip"])
         if self.scaler is not None:
             self.scaler.step(self.optimizer)
             self.scaler.update()
@@ -603,7 +627,7 @@ class Trainer:
             "model": self.lm.state_dict(),
             "optimizer": self.optimizer.state_dict(),
             "progress": self.position.to_dict(),
-            "rng": rng_state(),
+            "rng": rng_state(self.device),  # with the training GPU's generator, on a GPU
             "sampler": samplers,
             "vocab": self.vocab.words,
             # plain lists of tensors: the checkpoint holds no classes (checkpoint.py)
@@ -612,6 +636,8 @@ class Trainer:
             **({"distill": self.distilled.state_dict()} if self.distilled is not None else {}),
             # the word table's vocabulary (its rows are in "model"), so a resume needs no table directory
             **({"word_table": self.word_table} if self.word_table else {}),
+            # float16 on a GPU: the loss scale, so a resume steps exactly as the run would have
+            **({"scaler": self.scaler.state_dict()} if self.scaler is not None else {}),
         }
 
     def _write_checkpoint(self) -> None:
@@ -627,9 +653,10 @@ class Trainer:
         replicas = check_replicas(self.dist, self.lm, self.paths.log)
         final_metrics = self.evaluate() if self.dist.is_main else None
         if self.dist.is_main:
-            self.save_model(self.paths.model_last, final_metrics)
+            # "finished": the run reached its end (scripts tell a finished run from a stopped one by it)
+            self.save_model(self.paths.model_last, final_metrics, finished=True)
             if not self.paths.model_best.exists():
-                self.save_model(self.paths.model_best, final_metrics)
+                self.save_model(self.paths.model_best, final_metrics, finished=True)
             plot_perplexity(self.paths.log, self.paths.plot)
         # every process leaves the group together, after the main one has saved: a process
         # that tore its group down while the main one still held the connections could abort
@@ -637,11 +664,16 @@ class Trainer:
         self.dist.barrier()
         return final_metrics, replicas
 
-    def save_model(self, path: Path, metrics: Optional[Dict[str, float]]) -> None:
-        """The biLM with its softmax and vocabulary, in the native format, with the run's provenance."""
+    def save_model(self, path: Path, metrics: Optional[Dict[str, float]], finished: bool = False) -> None:
+        """The biLM with its softmax and vocabulary, in the native format, with the run's provenance.
+
+        `finished`: the run has reached its end (max_steps, max_epochs or max_minutes), so this
+        is its final model; False for a model saved on the way or when a signal stopped the
+        run (model-last is written then too, so its existence does not mean the run is done)."""
         position = self.position
         metadata = {
             "trained_with": "spacy_elmo pretrain",
+            "finished": finished,
             "init_from": self.config["paths"].get("init_from"),
             "continued_from": self.start_metadata,
             "step": position.step,
@@ -665,10 +697,48 @@ class Trainer:
         self.lm.train(was_training)
 
 
+def check_stream_processes(config: Config, world_size: int) -> None:
+    """Refuse [training] mode = "stream" with several processes (SettingsError).
+
+    Stream mode carries each row's LSTM state from one batch into the next batch of the
+    sequence; under torchrun the processes take turns through that sequence, so every
+    process would carry its state into a batch that continues another process's rows (and
+    only process 0's state would reach the checkpoint)."""
+    if world_size > 1 and config["training"]["mode"] == "stream":
+        raise SettingsError(
+            f'[training] mode = "stream" needs a single process, not {world_size}: it carries each row\'s LSTM '
+            "state into the next batch, which under torchrun another process trains on; use "
+            'mode = "sentences" with torchrun, or run stream mode in one process'
+        )
+
+
+def run_finished(output_dir: PathLike) -> bool:
+    """Whether the pretraining run in `output_dir` has reached its end, so it needs no resume.
+
+    model-last exists once a run has finished, but also once a signal stopped it, so its
+    existence says nothing: its elmo.json's metadata "finished" does. A model-last written
+    before that field existed counts as finished when its step or epoch reached its config's
+    max_steps or max_epochs (one stopped by max_minutes then resumes, and stops at once)."""
+    directory = RunPaths(Path(output_dir)).model_last
+    try:
+        metadata = read_meta(directory).get("metadata") or {}
+    except WeightsError:
+        return False  # no model-last (or an unreadable one): not finished
+    if "finished" in metadata:
+        return bool(metadata["finished"])
+    try:
+        training = Config().from_str(metadata.get("config") or "", interpolate=False).get("training", {})
+        max_steps, max_epochs = int(training.get("max_steps", 0)), int(training.get("max_epochs", 0))
+        step, epoch = int(metadata.get("step", 0)), int(metadata.get("epoch", 0))
+    except (ValueError, TypeError, KeyError, configparser.Error):  # no readable limits: resume to be sure
+        return False
+    return bool((max_steps and step >= max_steps) or (max_epochs and epoch >= max_epochs))
+
+
 def pretrain(config: Config, output_dir: PathLike, resume: bool = False, device: Optional[str] = None,
              progress: bool = True) -> Dict[str, Any]:
     """Train a biLM as `config` says; see the module docstring for what is written."""
     return Trainer(config, output_dir, device=device, progress=progress).run(resume=resume)
 
 
-__all__ = ["pretrain", "Trainer", "Interrupted", "build_language_model"]
+__all__ = ["pretrain", "Trainer", "Interrupted", "build_language_model", "check_stream_processes", "run_finished"]
