@@ -14,8 +14,12 @@ its output directory:
   budget; a second Ctrl-C or a crash leaves the last evaluation's), with
   `training_state.json` (the step, epoch, best score and its step,
   seconds spent) and `training_state.msg` (Adam's moments and averages
-  keyed by where each parameter sits in the pipeline, and the random
-  number generators) beside the pipeline's files;
+  keyed by where each parameter sits in the pipeline, the random number
+  generators, and, where the optimizer keeps averages, the parameters'
+  own values) beside the pipeline's files. As `spacy train` does, the
+  pipeline is saved with the optimizer's averages in place when it keeps
+  any (`use_averages = true`); the values training goes on from are those
+  in `training_state.msg`;
 - model-best: model-last as it was at the best evaluation;
 - log.jsonl: one row per evaluation, as spaCy's ConsoleLogger.v3 writes it.
 
@@ -24,8 +28,9 @@ saving keeps the previous one. `resume=True` loads nothing itself: the
 caller passes `spacy.load(output / "model-last")`, and training goes on from
 its step with the same batches (each epoch's order comes from the seed and
 the epoch, and the batcher is replayed up to the step), the same learning
-rate and dropout schedules, the optimizer's state, the best score and the
-patience left: it ends where the uninterrupted run would have.
+rate and dropout schedules, the optimizer's state, the parameters as they
+were (not their averages), the best score and the patience left: it ends
+where the uninterrupted run would have.
 """
 import argparse
 import json
@@ -34,6 +39,7 @@ import shutil
 import signal
 import threading
 import time
+import warnings
 from contextlib import contextmanager, nullcontext
 from pathlib import Path
 from typing import Any, Callable, Dict, Iterator, List, Optional, Tuple
@@ -56,6 +62,10 @@ _OPTIMIZER_COUNTS = ("nr_update", "last_seen")
 
 class ResumeError(ValueError):
     """An output directory that cannot be resumed: what is missing or does not match, and what to do."""
+
+
+class ResumeWarning(UserWarning):
+    """A run that resumes, but not exactly where it stopped (a training state from an older version)."""
 
 
 def read_state(output: Path) -> Optional[Dict[str, Any]]:
@@ -122,6 +132,78 @@ def set_optimizer_state(optimizer, owners: Dict[int, str], state: Dict[str, Dict
             getattr(optimizer, table).update({key(k): numpy.array(v, dtype="float32") for k, v in state[table].items()})
     for table in _OPTIMIZER_COUNTS:
         getattr(optimizer, table).update({key(k): int(v) for k, v in state[table].items()})
+
+
+def _holders(nlp) -> Dict[int, Any]:
+    """Each model node and shim of the pipeline by id, as `parameter_owners` walks them."""
+    from thinc.api import Model
+
+    holders: Dict[int, Any] = {}
+    for _, component in nlp.pipeline:
+        model = getattr(component, "model", None)
+        if not isinstance(model, Model):
+            continue
+        for node in model.walk():
+            holders.setdefault(node.id, node)
+            for shim in node.shims:
+                holders.setdefault(shim.id, shim)
+    return holders
+
+
+def _torch_parameters(shim) -> Dict[str, Any]:
+    """A PyTorch shim's parameters by the names its finish_update gives the optimizer ({} for others)."""
+    module = getattr(shim, "_model", None)
+    return dict(module.named_parameters()) if isinstance(module, torch.nn.Module) else {}
+
+
+def live_parameters(nlp, optimizer, owners: Dict[int, str]) -> Dict[str, Any]:
+    """The current values of the parameters the optimizer keeps averages of, keyed "owner|parameter"
+    (copies, on the host): what model-last, saved with the averages in place, does not hold."""
+    from thinc.api import Model
+    from thinc.util import to_numpy
+
+    holders = _holders(nlp)
+    live: Dict[str, Any] = {}
+    for node_id, name in (optimizer.averages or {}):
+        holder = holders.get(node_id)
+        if node_id not in owners or holder is None:
+            continue
+        if isinstance(holder, Model):
+            if holder.has_param(name):
+                live[f"{owners[node_id]}|{name}"] = numpy.array(to_numpy(holder.get_param(name)), copy=True)
+        else:
+            param = _torch_parameters(holder).get(name)
+            if param is not None:
+                live[f"{owners[node_id]}|{name}"] = param.detach().cpu().numpy().copy()
+    return live
+
+
+def set_live_parameters(nlp, owners: Dict[int, str], live: Dict[str, Any]) -> None:
+    """Put `live_parameters`' values back into this pipeline, in place of the averages it was loaded with."""
+    from thinc.api import Model
+
+    ids = {owner: node_id for node_id, owner in owners.items()}
+    holders = _holders(nlp)
+    for saved, value in live.items():
+        owner, _, name = saved.partition("|")
+        holder = holders.get(ids[owner]) if owner in ids else None
+        if holder is None:
+            raise ResumeError(f"the saved parameters name {owner!r}, which this pipeline does not have: "
+                              "model-last was saved by a different pipeline; start afresh without --resume")
+        array: Any = numpy.array(value)  # a copy: msgpack's arrays are read-only views of its buffer
+        if isinstance(holder, Model):
+            current = holder.get_param(name) if holder.has_param(name) else None
+            if current is None or tuple(current.shape) != array.shape:
+                raise ResumeError(f"the saved parameter {saved!r} does not fit this pipeline's "
+                                  f"({None if current is None else tuple(current.shape)}, saved {array.shape})")
+            holder.set_param(name, holder.ops.asarray_f(array, dtype=current.dtype))
+        else:
+            param = _torch_parameters(holder).get(name)
+            if param is None or tuple(param.shape) != array.shape:
+                raise ResumeError(f"the saved parameter {saved!r} does not fit this pipeline's "
+                                  f"({None if param is None else tuple(param.shape)}, saved {array.shape})")
+            with torch.no_grad():
+                param.copy_(torch.from_numpy(array).to(device=param.device, dtype=param.dtype))
 
 
 def epoch_batches(examples: List, batcher: Callable, seed: int, max_epochs: int) -> Iterator[Tuple[int, list]]:
@@ -253,6 +335,14 @@ def train_resumable(
         state.update(saved, stopped=None)
         extra = srsly.msgpack_loads((output / MODEL_LAST / STATE_MSG).read_bytes())
         set_optimizer_state(optimizer, owners, extra["optimizer"])
+        if "live" in extra:
+            set_live_parameters(nlp, owners, extra["live"])
+        elif extra["optimizer"].get("averages"):
+            note = (f"{output / MODEL_LAST / STATE_MSG} was written before training states kept the parameters "
+                    "apart from their averages: training goes on from the averaged weights model-last holds, "
+                    "so it will not end exactly where the uninterrupted run would have")
+            warnings.warn(note, ResumeWarning)
+            stdout.write(msg.warn(note) + "\n")
         for _ in range(state["step"]):  # the schedules and the batches where the run stopped
             optimizer.step_schedules()
             next(dropouts)
@@ -280,11 +370,14 @@ def train_resumable(
         written = output / (MODEL_LAST + ".tmp")
         if written.exists():
             shutil.rmtree(written)
+        # what training goes on from: the pipeline's files hold the averages, as spaCy's model-last does
+        live = live_parameters(nlp, optimizer, owners)
         with averaged():
             before_to_disk(nlp).to_disk(written)
         (written / STATE_JSON).write_text(json.dumps(state, indent=2), encoding="utf-8")
         rng = rng_state()  # pretraining's checkpoints keep the same three generators
-        extra = {"optimizer": optimizer_state(optimizer, owners), "rng": dict(rng, torch=rng["torch"].numpy())}
+        extra = {"optimizer": optimizer_state(optimizer, owners), "rng": dict(rng, torch=rng["torch"].numpy()),
+                 "live": live}
         (written / STATE_MSG).write_bytes(srsly.msgpack_dumps(extra))
         _replace_dir(written, output / MODEL_LAST)
         if is_best:
@@ -381,5 +474,5 @@ def _truncate_log(path: Path, steps_done: int) -> None:
     path.write_text("".join(line + "\n" for line in kept), encoding="utf-8")
 
 
-__all__ = ["train_resumable", "add_resume_options", "read_state", "ResumeError", "stop_on_signals",
+__all__ = ["train_resumable", "add_resume_options", "read_state", "ResumeError", "ResumeWarning", "stop_on_signals",
            "MODEL_LAST", "MODEL_BEST"]
