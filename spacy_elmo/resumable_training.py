@@ -83,71 +83,74 @@ def read_state(output: Path) -> Optional[Dict[str, Any]]:
     return state
 
 
-def parameter_owners(nlp) -> Dict[int, str]:
-    """Each model node's and shim's id -> where it sits ("component/walk index[/shim j]"): the same in
-    every process that builds the same pipeline, unlike the ids the optimizer keys its state on."""
+ParamKey = Tuple[int, str]  # the optimizer's key of a parameter: (its model node's or shim's id, its name)
+
+
+def parameter_holders(nlp) -> Dict[ParamKey, Tuple[str, Any]]:
+    """Each parameter's optimizer key -> (where it sits, "component/walk index[/shim j]|name", and
+    the model node or shim that holds it).
+
+    The place is the same in every process that builds the same pipeline, unlike the ids the
+    optimizer keys its state on. Keys are per parameter, not per holder: thinc numbers model
+    nodes and shims with two counters, so a node and a shim can share an id (in a fresh process
+    the elmo component's shim and its model node are both 1); the parameter's name tells them
+    apart, as it does for thinc's optimizer.
+    """
     from thinc.api import Model
 
-    owners: Dict[int, str] = {}
-    for name, component in nlp.pipeline:
+    holders: Dict[ParamKey, Tuple[str, Any]] = {}
+    for component_name, component in nlp.pipeline:
         model = getattr(component, "model", None)
         if not isinstance(model, Model):
             continue
         for i, node in enumerate(model.walk()):
-            owners.setdefault(node.id, f"{name}/{i}")
+            for name in node.param_names:
+                holders.setdefault((node.id, name), (f"{component_name}/{i}|{name}", node))
             for j, shim in enumerate(node.shims):
-                owners.setdefault(shim.id, f"{name}/{i}/shim{j}")
-    return owners
+                for name in _torch_parameters(shim):
+                    holders.setdefault((shim.id, name), (f"{component_name}/{i}/shim{j}|{name}", shim))
+    return holders
 
 
-def optimizer_state(optimizer, owners: Dict[int, str]) -> Dict[str, Dict[str, Any]]:
-    """Adam's moments, averages and update counts, keyed "owner|parameter"."""
-    def key(k: Tuple[int, str]) -> str:
-        return f"{owners[k[0]]}|{k[1]}"
+def parameter_owners(nlp) -> Dict[ParamKey, str]:
+    """Each parameter's optimizer key -> where it sits (`parameter_holders`' places)."""
+    return {key: place for key, (place, _) in parameter_holders(nlp).items()}
 
+
+def optimizer_state(optimizer, owners: Dict[ParamKey, str]) -> Dict[str, Dict[str, Any]]:
+    """Adam's moments, averages and update counts, keyed by each parameter's place ("owner|parameter")."""
     state: Dict[str, Dict[str, Any]] = {}
     for table in _OPTIMIZER_TABLES:
         values = getattr(optimizer, table) or {}
-        state[table] = {key(k): numpy.asarray(v) for k, v in values.items() if k[0] in owners}
+        state[table] = {owners[k]: numpy.asarray(v) for k, v in values.items() if k in owners}
     for table in _OPTIMIZER_COUNTS:
-        state[table] = {key(k): int(v) for k, v in getattr(optimizer, table).items() if k[0] in owners}
+        state[table] = {owners[k]: int(v) for k, v in getattr(optimizer, table).items() if k in owners}
     return state
 
 
-def set_optimizer_state(optimizer, owners: Dict[int, str], state: Dict[str, Dict[str, Any]]) -> None:
+def _optimizer_key(ids: Dict[str, ParamKey], saved: str, what: str) -> ParamKey:
+    """This pipeline's optimizer key of the parameter a training state names by place."""
+    if saved not in ids:
+        raise ResumeError(f"the {what} names {saved!r}, which this pipeline does not have: "
+                          "model-last was saved by a different pipeline; start afresh without --resume")
+    return ids[saved]
+
+
+def set_optimizer_state(optimizer, owners: Dict[ParamKey, str], state: Dict[str, Dict[str, Any]]) -> None:
     """Put `optimizer_state`'s tables back, keyed on this pipeline's ids."""
-    ids = {owner: node_id for node_id, owner in owners.items()}
-
-    def key(saved: str) -> Tuple[int, str]:
-        owner, _, name = saved.partition("|")
-        if owner not in ids:
-            raise ResumeError(f"the optimizer state names {owner!r}, which this pipeline does not have: "
-                              "model-last was saved by a different pipeline; start afresh without --resume")
-        return ids[owner], name
-
+    ids = {place: key for key, place in owners.items()}
     for table in _OPTIMIZER_TABLES:
         if state.get(table) and getattr(optimizer, table) is None:
             raise ResumeError(f"the checkpoint has optimizer {table} but this optimizer keeps none")
         if getattr(optimizer, table) is not None:
-            getattr(optimizer, table).update({key(k): numpy.array(v, dtype="float32") for k, v in state[table].items()})
+            getattr(optimizer, table).update(
+                {_optimizer_key(ids, k, "optimizer state"): numpy.array(v, dtype="float32")
+                 for k, v in state[table].items()}
+            )
     for table in _OPTIMIZER_COUNTS:
-        getattr(optimizer, table).update({key(k): int(v) for k, v in state[table].items()})
-
-
-def _holders(nlp) -> Dict[int, Any]:
-    """Each model node and shim of the pipeline by id, as `parameter_owners` walks them."""
-    from thinc.api import Model
-
-    holders: Dict[int, Any] = {}
-    for _, component in nlp.pipeline:
-        model = getattr(component, "model", None)
-        if not isinstance(model, Model):
-            continue
-        for node in model.walk():
-            holders.setdefault(node.id, node)
-            for shim in node.shims:
-                holders.setdefault(shim.id, shim)
-    return holders
+        getattr(optimizer, table).update(
+            {_optimizer_key(ids, k, "optimizer state"): int(v) for k, v in state[table].items()}
+        )
 
 
 def _torch_parameters(shim) -> Dict[str, Any]:
@@ -156,52 +159,48 @@ def _torch_parameters(shim) -> Dict[str, Any]:
     return dict(module.named_parameters()) if isinstance(module, torch.nn.Module) else {}
 
 
-def live_parameters(nlp, optimizer, owners: Dict[int, str]) -> Dict[str, Any]:
-    """The current values of the parameters the optimizer keeps averages of, keyed "owner|parameter"
+def live_parameters(nlp, optimizer) -> Dict[str, Any]:
+    """The current values of the parameters the optimizer keeps averages of, keyed by place
     (copies, on the host): what model-last, saved with the averages in place, does not hold."""
     from thinc.api import Model
     from thinc.util import to_numpy
 
-    holders = _holders(nlp)
+    holders = parameter_holders(nlp)
     live: Dict[str, Any] = {}
-    for node_id, name in (optimizer.averages or {}):
-        holder = holders.get(node_id)
-        if node_id not in owners or holder is None:
+    for key in optimizer.averages or {}:
+        if key not in holders:
             continue
+        place, holder = holders[key]
+        name = key[1]
         if isinstance(holder, Model):
             if holder.has_param(name):
-                live[f"{owners[node_id]}|{name}"] = numpy.array(to_numpy(holder.get_param(name)), copy=True)
+                live[place] = numpy.array(to_numpy(holder.get_param(name)), copy=True)
         else:
-            param = _torch_parameters(holder).get(name)
-            if param is not None:
-                live[f"{owners[node_id]}|{name}"] = param.detach().cpu().numpy().copy()
+            live[place] = _torch_parameters(holder)[name].detach().cpu().numpy().copy()
     return live
 
 
-def set_live_parameters(nlp, owners: Dict[int, str], live: Dict[str, Any]) -> None:
+def set_live_parameters(nlp, live: Dict[str, Any]) -> None:
     """Put `live_parameters`' values back into this pipeline, in place of the averages it was loaded with."""
     from thinc.api import Model
 
-    ids = {owner: node_id for node_id, owner in owners.items()}
-    holders = _holders(nlp)
-    for saved, value in live.items():
-        owner, _, name = saved.partition("|")
-        holder = holders.get(ids[owner]) if owner in ids else None
-        if holder is None:
-            raise ResumeError(f"the saved parameters name {owner!r}, which this pipeline does not have: "
-                              "model-last was saved by a different pipeline; start afresh without --resume")
+    holders = parameter_holders(nlp)
+    ids = {place: key for key, (place, _) in holders.items()}
+    for place, value in live.items():
+        key = _optimizer_key(ids, place, "saved parameters")
+        holder, name = holders[key][1], key[1]
         array: Any = numpy.array(value)  # a copy: msgpack's arrays are read-only views of its buffer
         if isinstance(holder, Model):
             current = holder.get_param(name) if holder.has_param(name) else None
             if current is None or tuple(current.shape) != array.shape:
-                raise ResumeError(f"the saved parameter {saved!r} does not fit this pipeline's "
+                raise ResumeError(f"the saved parameter {place!r} does not fit this pipeline's "
                                   f"({None if current is None else tuple(current.shape)}, saved {array.shape})")
             holder.set_param(name, holder.ops.asarray_f(array, dtype=current.dtype))
         else:
-            param = _torch_parameters(holder).get(name)
-            if param is None or tuple(param.shape) != array.shape:
-                raise ResumeError(f"the saved parameter {saved!r} does not fit this pipeline's "
-                                  f"({None if param is None else tuple(param.shape)}, saved {array.shape})")
+            param = _torch_parameters(holder)[name]
+            if tuple(param.shape) != array.shape:
+                raise ResumeError(f"the saved parameter {place!r} does not fit this pipeline's "
+                                  f"({tuple(param.shape)}, saved {array.shape})")
             with torch.no_grad():
                 param.copy_(torch.from_numpy(array).to(device=param.device, dtype=param.dtype))
 
@@ -336,7 +335,7 @@ def train_resumable(
         extra = srsly.msgpack_loads((output / MODEL_LAST / STATE_MSG).read_bytes())
         set_optimizer_state(optimizer, owners, extra["optimizer"])
         if "live" in extra:
-            set_live_parameters(nlp, owners, extra["live"])
+            set_live_parameters(nlp, extra["live"])
         elif extra["optimizer"].get("averages"):
             note = (f"{output / MODEL_LAST / STATE_MSG} was written before training states kept the parameters "
                     "apart from their averages: training goes on from the averaged weights model-last holds, "
@@ -371,7 +370,7 @@ def train_resumable(
         if written.exists():
             shutil.rmtree(written)
         # what training goes on from: the pipeline's files hold the averages, as spaCy's model-last does
-        live = live_parameters(nlp, optimizer, owners)
+        live = live_parameters(nlp, optimizer)
         with averaged():
             before_to_disk(nlp).to_disk(written)
         (written / STATE_JSON).write_text(json.dumps(state, indent=2), encoding="utf-8")

@@ -262,7 +262,10 @@ class Elmo(TrainablePipe):
     @frozen.setter
     def frozen(self, value: bool) -> None:
         """Freeze or unfreeze the biLM (e.g. to fine-tune a pipeline trained frozen): the setting,
-        the model's attr its forward pass reads, and the standalone config replace_listeners writes."""
+        the model's attr its forward pass reads, and the standalone config replace_listeners writes.
+
+        A pipeline saved afterwards is loaded with its config's setting: set
+        `nlp.get_pipe_config(name)["frozen"]` too (as scripts/finetune.py does)."""
         self.cfg["frozen"] = bool(value)
         self.model.attrs["frozen"] = bool(value)
         self._pending = None  # a frozen biLM takes no gradient
@@ -479,7 +482,7 @@ class Elmo(TrainablePipe):
             _check_readable(model_file.read_bytes(), str(model_file))
         settings = self._settings()
         super().from_disk(path, exclude=exclude)
-        self._restore_settings(settings)
+        self._restore_settings(settings, _saved_pipe_config(Path(path).parent / "config.cfg", self.name))
         return self
 
     def _settings(self) -> Tuple[Dict[str, Any], Dict[str, Any]]:
@@ -487,7 +490,9 @@ class Elmo(TrainablePipe):
         attrs = self.model.attrs
         return dict(self.cfg), {name: attrs[name] for name in defaults.model_settings() if name in attrs}
 
-    def _restore_settings(self, settings: Tuple[Dict[str, Any], Dict[str, Any]]) -> None:
+    def _restore_settings(
+        self, settings: Tuple[Dict[str, Any], Dict[str, Any]], saved_config: Optional[Dict[str, Any]] = None
+    ) -> None:
         """Put back the settings the config gave, over those the saved files hold.
 
         The saved cfg and the model's saved attrs are the settings of the
@@ -495,8 +500,32 @@ class Elmo(TrainablePipe):
         component from the config with its overrides, and those must win
         (e.g. frozen = false to fine-tune a loaded pipeline, another backend).
         The weights come from the files, as always.
+
+        `saved_config`: the component's block of the config saved beside it
+        (from_disk). A saved setting that differs from that block was changed
+        on the component after it was built (e.g. `elmo.frozen = False`
+        without the pipe config saying so): the config's still wins, with a
+        warning that names it, so that a pipeline saved mid-fine-tuning is not
+        frozen again in silence (scripts/finetune.py sets both). An override
+        given at loading is no such change and passes without one.
         """
         cfg, attrs = settings
+        saved_config = saved_config or {}
+        changed = {
+            k: (v, cfg[k])
+            for k, v in self.cfg.items()
+            if k in cfg and k in saved_config and v != cfg[k] and v != saved_config[k]
+        }
+        if changed:
+            described = ", ".join(f"{k} = {saved!r} (the config: {ours!r})" for k, (saved, ours) in changed.items())
+            warnings.warn(
+                f"'{self.name}': the saved component says {described}; its config's settings win. To keep a "
+                f"setting changed on the component, set it in the pipe config too before saving, e.g. "
+                f"nlp.get_pipe_config('{self.name}')['frozen'] = False, or pass it when loading: "
+                f"spacy.load(path, config={{'components': {{'{self.name}': {{...}}}}}})",
+                UserWarning,
+                stacklevel=3,
+            )
         self.cfg.update(cfg)
         self.model.attrs.update(attrs)
         self.frozen = cfg["frozen"]
@@ -506,6 +535,17 @@ class Elmo(TrainablePipe):
 
     def __repr__(self) -> str:
         return f"<Elmo '{self.name}' frozen={self.frozen} weights={self.cfg['weights'] or 'default'}>"
+
+
+def _saved_pipe_config(config_file: Path, name: str) -> Optional[Dict[str, Any]]:
+    """The `[components.NAME]` block of a saved pipeline's config.cfg, uninterpolated (None: none readable)."""
+    if not config_file.is_file():
+        return None
+    try:
+        section = Config().from_disk(config_file, interpolate=False).get("components", {}).get(name)
+    except Exception:  # a config this component cannot read is spaCy's to report, not ours
+        return None
+    return dict(section) if isinstance(section, dict) else None
 
 
 class PendingBackward:

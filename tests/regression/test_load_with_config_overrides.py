@@ -49,3 +49,24 @@ def test_from_bytes_keeps_the_new_components_settings(allennlp_dir):
     )
     elmo.from_bytes(data)
     assert not elmo.frozen and elmo.model.attrs["max_length"] == 32 and elmo.model.attrs["stride"] == 16
+
+
+def test_a_setting_changed_on_the_component_warns_on_load(allennlp_dir, tmp_path):
+    """`elmo.frozen = False` without the pipe config: the config's setting wins, and a warning says so."""
+    import pytest
+
+    nlp, _, _ = tagger_pipeline(allennlp_dir, frozen=True)
+    nlp.get_pipe("elmo").frozen = False
+    nlp.to_disk(tmp_path / "component_only")
+    with pytest.warns(UserWarning, match=r"frozen = False \(the config: True\)"):
+        loaded = spacy.load(tmp_path / "component_only")
+    assert loaded.get_pipe("elmo").frozen
+
+    nlp.get_pipe_config("elmo")["frozen"] = False  # what scripts/finetune.py does
+    nlp.to_disk(tmp_path / "both")
+    import warnings
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", UserWarning)
+        loaded = spacy.load(tmp_path / "both")
+    assert not loaded.get_pipe("elmo").frozen
