@@ -51,8 +51,9 @@ def _clear(doc: Doc) -> None:
 
 
 def _as_array(value: Any, what: str) -> numpy.ndarray:
-    """`value` as a float numpy array (a nested list is converted; anything else is a ValueError)."""
-    if isinstance(value, numpy.ndarray):
+    """`value` as an array: an array (numpy's, or another with `ndim` and `shape`, e.g. cupy's) as it
+    is, a nested list converted to float32; anything else is a ValueError."""
+    if isinstance(value, numpy.ndarray) or (hasattr(value, "ndim") and hasattr(value, "shape")):
         return value
     try:
         return numpy.asarray(value, dtype=numpy.float32)
