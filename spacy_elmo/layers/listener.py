@@ -77,6 +77,13 @@ class ElmoListenerLayer(Model):
         self._outputs = None
         self._backprop = None
 
+    def __getstate__(self) -> dict:
+        # a batch received but never consumed (its component skipped it) holds the upstream's
+        # gradient callback, a closure: the pickled listener has received nothing
+        state = dict(self.__dict__)
+        state.update(_batch_id=None, _outputs=None, _backprop=None)
+        return state
+
     def link(self, component) -> None:
         """Take the upstream's dims (layers, width), for docs it has not annotated."""
         bilm_model = component.model

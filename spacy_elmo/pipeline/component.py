@@ -22,6 +22,7 @@ the weights its config names.
 import multiprocessing
 import os
 import warnings
+import weakref
 from functools import partial
 from itertools import islice
 from pathlib import Path
@@ -51,6 +52,7 @@ STORE = ("layers", "mix")
 STORE_DTYPES = ("float32", "float16")
 
 _forked = {"pending": False}
+_PENDING: "weakref.WeakKeyDictionary[Elmo, PendingBackward]" = weakref.WeakKeyDictionary()
 
 
 def _after_fork_in_child() -> None:
@@ -199,7 +201,6 @@ class Elmo(TrainablePipe):
         self.model = model
         self.name = name
         self.listener_map: Dict[str, List[ElmoListenerLayer]] = {}
-        self._pending: Optional[PendingBackward] = None  # a fine-tuning batch some listener has not reported for
         self.cfg: Dict[str, Any] = {
             "weights": str(weights) if weights is not None else None,
             "frozen": bool(frozen),
@@ -218,6 +219,23 @@ class Elmo(TrainablePipe):
         # what spaCy's replace_listeners looks for (see layers/standalone.py)
         model.attrs["replace_listener"] = replace_listener
         self.frozen = bool(frozen)
+
+    @property
+    def _pending(self) -> Optional["PendingBackward"]:
+        """A fine-tuning batch some listener has not reported for (see `_flush_pending`).
+
+        Kept outside the component's __dict__: it holds closures and an
+        autograd graph, and spaCy's pickling of a component (Cython's
+        reduce, which ignores __getstate__) takes the whole __dict__.
+        """
+        return _PENDING.get(self)
+
+    @_pending.setter
+    def _pending(self, value: Optional["PendingBackward"]) -> None:
+        if value is None:
+            _PENDING.pop(self, None)
+        else:
+            _PENDING[self] = value
 
     # -- listeners ----------------------------------------------------------------
     @property

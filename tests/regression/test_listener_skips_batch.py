@@ -52,3 +52,19 @@ def test_a_skipping_listener_does_not_stop_fine_tuning(allennlp_dir):
     # the NER adds nothing, so the biLM moves as it does with the tagger alone
     for a, b in zip(alone, beside_ner):
         numpy.testing.assert_allclose(a, b, atol=1e-6, rtol=0)
+
+
+def test_a_pipeline_with_a_batch_pending_pickles(allennlp_dir):
+    """The last batch's gradient, held for a listener that skipped it, is not part of the pickled pipeline."""
+    import pickle
+
+    nlp = spacy.blank("en")
+    nlp.add_pipe("elmo", config={"weights": str(allennlp_dir), "frozen": False})
+    nlp.add_pipe("tagger", config={"model": {"@architectures": "spacy.Tagger.v2", "tok2vec": LISTENER}})
+    nlp.add_pipe("ner", config={"model": NER_MODEL})
+    examples = tagged_examples(nlp)
+    nlp.initialize(lambda: examples)
+    nlp.update(examples, sgd=SGD(0.1))
+    assert nlp.get_pipe("elmo")._pending is not None  # the NER skipped: the tagger's gradient waits
+    other = pickle.loads(pickle.dumps(nlp))
+    assert other.get_pipe("elmo")._pending is None
