@@ -48,6 +48,7 @@ def pretrain_cli(
     """
     from ..pretrain import Interrupted, SettingsError, load_config, pretrain
     from ..pretrain.checkpoint import CheckpointError
+    from ..pretrain.distributed import launched_world_size
     from ..pretrain.settings import parse_overrides
     from ..pretrain.text_corpus import SpacyRequired
 
@@ -63,7 +64,7 @@ def pretrain_cli(
     except SettingsError as err:
         fail(str(err))
     device = pick_device(gpu_id)
-    if device != "cpu" and int(os.environ.get("WORLD_SIZE", "1")) > 1:
+    if device != "cpu" and launched_world_size() > 1:
         device = f"cuda:{int(os.environ.get('LOCAL_RANK', '0'))}"  # under torchrun: one GPU per process
     try:
         result = pretrain(config, output, resume=resume, device=device, progress=not quiet)
