@@ -39,6 +39,9 @@ class BiLM(nn.Module):
         `backend`: the engine that computes it (engine/). `word_table_vocab`, `char_dictionary`:
         the token layer's vocabularies, where the config has a word table or a character dictionary."""
         super().__init__()
+        # how many times clear_cache ran: caches kept outside the biLM (the pipeline's doc
+        # cache) add it to their weights key, so writes the parameters' versions miss reach them
+        self.cache_generation = 0
         self.config = config
         self.boundary_strings = boundary_strings
         self.token_encoder: Union[CharCNNEncoder, WordEncoder]
@@ -133,7 +136,9 @@ class BiLM(nn.Module):
 
     def clear_cache(self) -> None:
         """Forget computed token vectors, the start state and the engine's kept weights (their memory;
-        every call checks them against the weights, but writes through `parameter.data` go unseen)."""
+        every call checks them against the weights, but writes through `parameter.data` go unseen).
+        Counting the call in `cache_generation` tells the caches kept outside the biLM as well."""
+        self.cache_generation += 1
         self._start = None
         self.engine.clear()
         if self.token_cache is not None:

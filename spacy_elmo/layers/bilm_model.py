@@ -256,7 +256,7 @@ def predict_layers(model: Model, bilm: BiLM, docs: InT, use_doc_cache: bool = Fa
     cache: DocCache = model.attrs["doc_cache"]
     precision = _precision(model, bilm)
     if use_doc_cache and cache.enabled:
-        cache.bind(weights_key(bilm, precision, bilm.backend, _shim(model).generation))
+        cache.bind(weights_key(bilm, precision, bilm.backend, bilm.cache_generation))
     jobs: List[Tuple[int, Segment]] = []  # (doc position, segment)
     sentences: List[List[str]] = []
     keys = {}

@@ -52,7 +52,6 @@ class ElmoShim(PyTorchShim):
             serialize_model=serialize_bilm,
             deserialize_model=deserialize_bilm,
         )
-        self.generation = 0  # optimizer updates applied by finish_update (see there)
 
     def copy(self) -> "ElmoShim":
         """A deep copy with an id of its own (thinc's `Shim.copy` keeps the original's).
@@ -101,9 +100,10 @@ class ElmoShim(PyTorchShim):
         not: spaCy calls this between a batch's forward pass and its
         listeners' backward pass, whose saved tensors autograd checks), so
         the `WeightsKey` of the weights stays the same. Caches of values
-        computed from them are therefore told here: the biLM's own are
-        cleared, and `generation` counts the updates, for the frozen biLM's
-        doc cache (layers/bilm_model.py) to check.
+        computed from them are therefore told here, through
+        `BiLM.clear_cache()`: the biLM's own are cleared, and its
+        `cache_generation` moves on, which the frozen biLM's doc cache
+        (layers/bilm_model.py) checks.
         """
         if self._model is None:
             return
@@ -121,7 +121,6 @@ class ElmoShim(PyTorchShim):
             param.grad.zero_()
         self._grad_scaler.update()
         if changed:
-            self.generation += 1
             clear_cache = getattr(getattr(self._model, "bilm", None), "clear_cache", None)
             if clear_cache is not None:  # a BiLM (tests wrap plain torch modules too)
                 clear_cache()
