@@ -128,7 +128,9 @@ def embed_cli(
             encoding_errors=encoding_errors, quiet=quiet,
         )
         return
-    world = int(os.environ.get("WORLD_SIZE", "1"))
+    from ..pretrain.distributed import launched_world_size
+
+    world = launched_world_size()
     k, n = 0, 1
     if shard:
         try:

@@ -1,8 +1,6 @@
 """`info`: describe a biLM directory and the machine it would run on."""
 import dataclasses
 import os
-import platform
-from pathlib import Path
 from typing import Any, Dict, Optional
 
 import srsly
@@ -11,6 +9,7 @@ import typer
 from wasabi import msg
 
 from ..bilm.engine import backends
+from ..machine import cpu_name
 from ._util import huge_pages, load_weights_or_fail, model_source
 
 
@@ -23,18 +22,6 @@ def cpu_inference() -> dict:
         "backends": {name: backends.unavailable_reason(name) for name in backends.NAMES},
         "huge_page_tensors": huge_pages()["in_use"],
     }
-
-
-def cpu_name(cpuinfo: Path = Path("/proc/cpuinfo")) -> str:
-    """The CPU's model name (Linux: /proc/cpuinfo; elsewhere what `platform` knows)."""
-    try:
-        for line in cpuinfo.read_text(encoding="utf-8", errors="replace").splitlines():
-            key, _, value = line.partition(":")
-            if key.strip() in ("model name", "Model", "Hardware") and value.strip():
-                return value.strip()
-    except OSError:
-        pass
-    return platform.processor() or platform.machine() or "unknown"
 
 
 def print_catalogue(as_json: bool = False) -> None:

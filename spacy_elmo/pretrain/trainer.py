@@ -38,6 +38,7 @@ from ..bilm.vocab import Vocabulary, WordTableVocabulary
 from ..faults import fault_point
 from ..io.errors import WeightsError
 from ..io.native import NativeModel, read_meta, save_native
+from ..machine import cpu_name
 from .batching import sentence_batches, shuffled, skip, stream_batches
 from .building import (
     build_language_model, build_optimizer, init_softmax_from_table, learning_rate, training_autocast,
@@ -682,7 +683,7 @@ class Trainer:
             "dev_perplexity": metrics,
             "train_tokens_per_epoch": self.train_corpus.n_tokens,
             "training_seconds": round(position.elapsed, 1),
-            "hardware": f"{platform.machine()} {platform.processor() or ''}, torch {torch.__version__}, "
+            "hardware": f"{platform.machine()} {cpu_name()}, torch {torch.__version__}, "
             f"{torch.get_num_threads()} threads, device {self.device}",
             "config": self.config.to_str(),
         }

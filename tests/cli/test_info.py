@@ -19,7 +19,7 @@ def test_info_list_prints_the_catalogue():
 
 
 def test_info_names_the_cpu(tmp_path):
-    from spacy_elmo.cli.info import cpu_name
+    from spacy_elmo.machine import cpu_name
 
     result = runner.invoke(app, ["info", "--json"])
     machine = json.loads(result.output)["machine"]
