@@ -51,7 +51,9 @@ class BiLMConfig:
     dropout: float = 0.0
 
     def __post_init__(self) -> None:
-        object.__setattr__(self, "filters", tuple((int(w), int(n)) for w, n in self.filters))
+        type_problems = self._normalise_types()
+        if type_problems:  # the checks below compare values, which needs the right types
+            raise OptionsError("Invalid biLM configuration: " + "; ".join(type_problems))
         problems = []
         for name in ("lstm_dim", "projection_dim", "n_layers"):
             if getattr(self, name) < 1:
@@ -84,6 +86,52 @@ class BiLMConfig:
             problems.append(f"dropout must be in [0, 1), got {self.dropout}")
         if problems:
             raise OptionsError("Invalid biLM configuration: " + "; ".join(problems))
+
+    def _normalise_types(self) -> list:
+        """Integers as int (an integral float such as 512.0 is accepted), flags as bool, clips as None or a
+        positive float, filters as (int, int) pairs; the problems found, or []. Values come from JSON and
+        config files, so a string or a list where a number belongs must be an error, not a crash later."""
+        problems = []
+
+        def integer(value: Any) -> Optional[int]:
+            if isinstance(value, bool) or not isinstance(value, (int, float)) or int(value) != value:
+                return None
+            return int(value)
+
+        for name in _INT_FIELDS:
+            value = integer(getattr(self, name))
+            if value is None:
+                problems.append(f"{name} must be an integer, got {getattr(self, name)!r}")
+            else:
+                object.__setattr__(self, name, value)
+        for name in _BOOL_FIELDS:
+            value = getattr(self, name)
+            if type(value) is int and value in (0, 1):  # JSON writers that spell flags 0 / 1
+                object.__setattr__(self, name, bool(value))
+            elif not isinstance(value, bool):
+                problems.append(f"{name} must be true or false, got {value!r}")
+        for name in ("cell_clip", "proj_clip"):
+            value = getattr(self, name)
+            if value is None:
+                continue
+            if isinstance(value, bool) or not isinstance(value, (int, float)) or not 0 < value < float("inf"):
+                problems.append(f"{name} must be a positive number or null (no clipping), got {value!r}")
+            else:
+                object.__setattr__(self, name, float(value))
+        if isinstance(self.dropout, bool) or not isinstance(self.dropout, (int, float)):
+            problems.append(f"dropout must be a number, got {self.dropout!r}")
+        for name in ("activation", "characters"):
+            if not isinstance(getattr(self, name), str):
+                problems.append(f"{name} must be a string, got {getattr(self, name)!r}")
+        try:
+            pairs = [(integer(w), integer(n)) for w, n in self.filters]
+        except (TypeError, ValueError):
+            pairs = [(None, None)]
+        if any(w is None or n is None for w, n in pairs):
+            problems.append(f"filters must be [width, n_filters] pairs of integers, got {self.filters!r}")
+        else:
+            object.__setattr__(self, "filters", tuple(pairs))
+        return problems
 
     def _word_table_problems(self) -> list:
         sizes = (self.word_table_rows, self.word_table_dim, self.word_table_specials)
@@ -131,8 +179,15 @@ class BiLMConfig:
             raise OptionsError(f"{source}: unknown biLM setting(s) {unknown}; known: {sorted(known)}")
         try:
             return cls(**data)
-        except TypeError as err:  # wrong value types
+        except TypeError as err:  # a missing or unexpected argument
             raise OptionsError(f"{source}: {err}") from None
+
+
+_INT_FIELDS = (
+    "lstm_dim", "projection_dim", "n_layers", "n_highway", "char_embedding_dim", "n_characters",
+    "max_characters_per_token", "n_tokens_vocab", "word_table_rows", "word_table_dim", "word_table_specials",
+)
+_BOOL_FIELDS = ("use_skip_connections", "use_character_inputs", "word_table_trainable")
 
 
 __all__ = ["BiLMConfig", "OptionsError"]

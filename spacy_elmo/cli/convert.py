@@ -44,6 +44,10 @@ def convert_cli(
         return
     head = None if no_softmax else loaded.head
     # the softmax vocabulary only travels with the softmax (word-input models keep theirs)
-    save_native(output_dir, loaded.bilm, loaded.vocab if head is not None else None, head, loaded.metadata,
-                storage_dtype="float16" if float16 else "float32", table_dtype="float16" if table_float16 else None)
+    try:
+        save_native(output_dir, loaded.bilm, loaded.vocab if head is not None else None, head, loaded.metadata,
+                    storage_dtype="float16" if float16 else "float32",
+                    table_dtype="float16" if table_float16 else None)
+    except (WeightsError, ValueError) as err:  # another model in OUTPUT_DIR; weights beyond float16's range
+        fail(str(err))
     msg.good(f"Wrote native model to {output_dir}")

@@ -17,15 +17,21 @@ def download_cli(
     cache_dir: Optional[Path] = typer.Option(
         None, "--cache-dir", help="Cache to fill (default: $SPACY_ELMO_CACHE, else the user cache directory)"
     ),
+    force: bool = typer.Option(
+        False, "--force", help="Fetch (or unpack) it again even if the cache has it; the entry is replaced once "
+        "the new copy loads"
+    ),
     quiet: bool = typer.Option(False, "--quiet", "-q", help="No progress bar; print only the directory"),
 ) -> None:
     """Download (or unpack) a model once into the cache, check that it loads, and print where it went.
 
     Later runs that name the same model use the cached copy without the
     network; copy the cache directory to a machine that runs offline and set
-    SPACY_ELMO_CACHE there.
+    SPACY_ELMO_CACHE there. A model already in the cache is loaded again to
+    check it; one whose files were damaged since is reported, and --force
+    fetches it anew.
     """
-    from ..io import WeightsError
+    from ..io import WeightsError, load_model
     from ..io.sources import parse_source, resolve_source
     from ..resources import default_model_path
 
@@ -41,9 +47,15 @@ def download_cli(
         return
     try:
         kind = parse_source(source).kind
-        path = resolve_source(source, cache=cache_dir, progress=not quiet)
+        path = resolve_source(source, cache=cache_dir, progress=not quiet, refresh=force)
     except WeightsError as err:
         fail(str(err))
+    try:
+        load_model(path, with_softmax=False)  # a fresh copy was checked; an old one may have been damaged since
+    except WeightsError as err:
+        if kind == "directory":
+            fail(str(err))
+        fail(f"{err}\nThe cached copy in {path} is damaged: `download \"{source}\" --force` fetches it again")
     if quiet:
         print(path)
     elif kind == "directory":

@@ -10,9 +10,11 @@ from typing import List, Optional, Union
 
 from ..bilm.model import BiLM
 from .errors import WeightsError
+from .layouts import check_one_layout, layouts_in
 from .manylangs import is_manylangs, load_manylangs
 from .native import (
     NativeModel,
+    META_FILE,
     is_native,
     is_native_bytes,
     load_native,
@@ -23,7 +25,7 @@ from .native import (
 )
 from .options import config_from_options, config_to_options, published_shapes
 from .published import export_published, load_published, read_options
-from .sources import CACHE_ENV, cache_dir, resolve_source
+from .sources import CACHE_ENV, cache_dir, damaged_entry_hint, parse_source, resolve_source
 
 PathLike = Union[str, Path]
 
@@ -62,7 +64,16 @@ def load_model(path: Optional[PathLike] = None, with_softmax: bool = True) -> Na
         from ..resources import default_model_path  # resources imports io: not at module level
 
         path = default_model_path()
-    path = Path(resolve_source(path))  # an archive, URL or catalogue name becomes a cached directory
+    resolved = Path(resolve_source(path))  # an archive, URL or catalogue name becomes a cached directory
+    try:
+        return _load_directory(resolved, with_softmax)
+    except WeightsError as err:
+        if parse_source(path).kind == "directory":
+            raise
+        raise WeightsError(f"{err} ({damaged_entry_hint(path)})") from None
+
+
+def _load_directory(path: Path, with_softmax: bool) -> NativeModel:
     if not path.exists():
         raise WeightsError(f"{path}: no such directory")
     if not path.is_dir():
@@ -70,9 +81,13 @@ def load_model(path: Optional[PathLike] = None, with_softmax: bool = True) -> Na
             f"{path}: expected a directory holding elmo.json, options.json + weights.hdf5, or an "
             "ELMoForManyLangs model (config.json, char.dic, word.dic, *.pkl)"
         )
+    check_one_layout(path)
     if is_native(path):
         return load_native(path, with_softmax=with_softmax)
-    if is_manylangs(path):
+    native_files = layouts_in(path).get("native")
+    if native_files:
+        raise WeightsError(f"{path}: an incomplete native model ({', '.join(native_files)} but no {META_FILE})")
+    if is_manylangs(path) or "ELMoForManyLangs" in layouts_in(path):  # an incomplete one: it names what is missing
         return NativeModel(load_manylangs(path), metadata={"source": str(path), "format": "elmoformanylangs"})
     options, weights, vocab = find_published_files(path)
     return NativeModel(load_published(options, weights, vocab), metadata={"source": str(path), "format": "published"})

@@ -25,6 +25,7 @@ package starts every sentence from zero state, which equals the reference
 with its state reset before each sentence.
 """
 import json
+import re
 from pathlib import Path
 from typing import Any, Dict, List, Tuple, Union
 
@@ -83,7 +84,7 @@ def read_architecture(directory: PathLike) -> Dict[str, Any]:
     named = Path(top["config_path"])
     for candidate in (directory / named, directory / named.name):
         if candidate.is_file():
-            return _read_json(candidate)
+            return _check_architecture(_read_json(candidate), candidate)
     if named.name in SHIPPED_ARCHITECTURES:
         return SHIPPED_ARCHITECTURES[named.name]
     raise WeightsError(
@@ -92,17 +93,36 @@ def read_architecture(directory: PathLike) -> Dict[str, Any]:
     )
 
 
+def _check_architecture(arch: Any, path: Path) -> Dict[str, Any]:
+    """The architecture's outline (objects where objects belong), so that reading it cannot crash."""
+    if not isinstance(arch, dict):
+        raise WeightsError(f"{path}: expected a JSON object (an ELMoForManyLangs architecture), "
+                           f"got {type(arch).__name__}")
+    for section in ("token_embedder", "encoder"):
+        if section in arch and not isinstance(arch[section], dict):
+            raise WeightsError(f"{path}: '{section}' must be an object, got {type(arch[section]).__name__}")
+    return arch
+
+
+def _word_dim(arch: Dict[str, Any], source: Path) -> int:
+    value = arch.get("token_embedder", {}).get("word_dim", 0) or 0
+    if isinstance(value, bool) or not isinstance(value, (int, float)) or int(value) != value or value < 0:
+        raise WeightsError(f"{source}: 'word_dim' must be a whole number >= 0, got {value!r}")
+    return int(value)
+
+
 def read_dictionary(path: PathLike) -> List[str]:
     """The entries of a `char.dic` / `word.dic`, in id order (as the reference parses them)."""
     path = Path(path)
     ids: Dict[str, int] = {}
+    number = 0
     try:
         with open(path, encoding="utf-8") as handle:
             for number, line in enumerate(handle, 1):
                 fields = line.strip().split("\t")
                 if len(fields) == 1:
                     fields.insert(0, "\u3000")
-                if len(fields) != 2 or not fields[1].lstrip("-").isdigit():
+                if len(fields) != 2 or not re.fullmatch(r"-?[0-9]+", fields[1]):
                     raise WeightsError(f"{path}:{number}: expected 'entry<TAB>id', got {line.rstrip()!r}")
                 ids[fields[0]] = int(fields[1])  # a repeated entry keeps its last id, as a dict does
     except OSError as err:
@@ -114,6 +134,8 @@ def read_dictionary(path: PathLike) -> List[str]:
     size = max(ids.values()) + 1
     if min(ids.values()) < 0:
         raise WeightsError(f"{path}: negative ids")
+    if size > number:  # ids are 0..n-1 over the file's n lines; a stray huge id must not allocate its range
+        raise WeightsError(f"{path}: ids run to {size - 1} but the file has only {number} lines")
     # ids no entry keeps (overwritten duplicates) get names no token can have
     entries = [f"\x00unused {i}" for i in range(size)]
     for entry, i in ids.items():
@@ -179,7 +201,7 @@ def load_manylangs(directory: PathLike) -> BiLM:
     directory = Path(directory)
     missing = [name for name in LAYOUT_FILES if not (directory / name).is_file()]
     arch = read_architecture(directory)
-    word_dim = int(arch.get("token_embedder", {}).get("word_dim", 0) or 0)
+    word_dim = _word_dim(arch, directory / "config.json")
     if word_dim <= 0 and "word.dic" in missing:
         missing.remove("word.dic")
     if missing:

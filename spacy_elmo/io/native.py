@@ -92,6 +92,9 @@ def save_native(
     read back into float32 but keep float16's rounding, which moves the layers
     visibly, so the embedded model ships in float32). `table_dtype` stores the
     word table's pretrained rows in another precision (default: `storage_dtype`)."""
+    from .layouts import check_can_write  # layouts reads this module's file names
+
+    check_can_write(directory, "native")
     return _write_native(Path(directory), bilm, vocab, head, metadata, storage_dtype, table_dtype, _atomic)
 
 
@@ -114,11 +117,14 @@ def _write_native(
     dtype = STORAGE_DTYPES[storage_dtype]
     overrides = {WORD_TABLE_TENSOR: STORAGE_DTYPES[table_dtype]} if table_dtype else {}
 
-    directory.mkdir(parents=True, exist_ok=True)
     if head is not None and vocab is None:
         raise ValueError("a softmax needs its vocabulary")
     vocab = vocab if vocab is not None else bilm.input_vocab
-    commit(directory / BILM_FILE, lambda p: save_file(_contiguous(bilm.state_dict(), dtype, overrides), str(p)))
+    # converted before anything is written, so a tensor that does not fit the storage type changes nothing
+    bilm_state = _contiguous(bilm.state_dict(), dtype, overrides)
+    head_state = _contiguous(head.state_dict(), dtype) if head is not None else None
+    directory.mkdir(parents=True, exist_ok=True)
+    commit(directory / BILM_FILE, lambda p: save_file(bilm_state, str(p)))
     if vocab is not None:
         commit(directory / VOCAB_FILE, lambda p: vocab.to_file(p))
     token_vocab = bilm.word_table_vocab is not None or bilm.char_dictionary is not None
@@ -129,8 +135,8 @@ def _write_native(
         )
     else:
         (directory / VOCABULARIES_FILE).unlink(missing_ok=True)
-    if head is not None:
-        commit(directory / SOFTMAX_FILE, lambda p: save_file(_contiguous(head.state_dict(), dtype), str(p)))
+    if head_state is not None:
+        commit(directory / SOFTMAX_FILE, lambda p: save_file(head_state, str(p)))
     else:
         (directory / SOFTMAX_FILE).unlink(missing_ok=True)
     listed = [BILM_FILE, SOFTMAX_FILE, VOCABULARIES_FILE] + ([VOCAB_FILE] if vocab is not None else [])
@@ -278,17 +284,20 @@ def load_native(directory: PathLike, with_softmax: bool = True) -> NativeModel:
         config = BiLMConfig.from_dict(meta["bilm"], source=str(directory / META_FILE))
     except OptionsError as err:
         raise WeightsError(str(err)) from None
+    checksums = meta.get("sha256") or {}
+    softmax = meta.get("softmax")
+    if not isinstance(checksums, dict) or not (softmax is None or isinstance(softmax, dict)):
+        raise WeightsError(f"{directory / META_FILE}: 'sha256' and 'softmax' must be objects (or null)")
     vocab = None
     if meta.get("vocab"):
         vocab_path = directory / VOCAB_FILE
         if not vocab_path.is_file():
             raise WeightsError(f"{vocab_path}: missing (listed in {META_FILE})")
-        _verify(vocab_path, (meta.get("sha256") or {}).get(VOCAB_FILE))
+        _verify(vocab_path, checksums.get(VOCAB_FILE))
         try:
             vocab = Vocabulary.from_file(vocab_path)
         except (OSError, ValueError) as err:
             raise WeightsError(f"{vocab_path}: {err}") from None
-    checksums = meta.get("sha256") or {}
     words, chars = None, None
     if meta.get("token_vocab"):
         path = directory / VOCABULARIES_FILE
@@ -312,13 +321,18 @@ def load_native(directory: PathLike, with_softmax: bool = True) -> NativeModel:
     _verify(directory / BILM_FILE, checksums.get(BILM_FILE))
     _load_state(bilm, directory / BILM_FILE)
     head = None
-    softmax = meta.get("softmax")
     if with_softmax and softmax:
         if vocab is None:
             raise WeightsError(f"{directory / META_FILE}: a softmax is listed but no vocabulary")
-        head = SoftmaxHead(
-            softmax["n_vocab"], softmax["dim"], softmax["kind"], softmax.get("n_samples", 8192), softmax.get("cutoffs")
-        )
+        try:
+            head = SoftmaxHead(
+                softmax["n_vocab"], softmax["dim"], softmax["kind"], softmax.get("n_samples", 8192),
+                softmax.get("cutoffs"),
+            )
+        except KeyError as err:
+            raise WeightsError(f"{directory / META_FILE}: the softmax entry lacks {err}") from None
+        except (TypeError, ValueError) as err:
+            raise WeightsError(f"{directory / META_FILE}: invalid softmax entry ({err})") from None
         _verify(directory / SOFTMAX_FILE, checksums.get(SOFTMAX_FILE))
         _load_state(head, directory / SOFTMAX_FILE)
     bilm.eval()
@@ -375,7 +389,14 @@ def _contiguous(
     def stored(name: str, value: torch.Tensor) -> torch.dtype:
         return overrides.get(name, dtype) if value.is_floating_point() else value.dtype
 
-    return {k: v.detach().cpu().to(stored(k, v)).contiguous() for k, v in state.items()}
+    out = {}
+    for name, value in state.items():
+        value = value.detach().cpu()
+        out[name] = value.to(stored(name, value)).contiguous()
+        if out[name].is_floating_point() and not torch.isfinite(out[name]).all() and torch.isfinite(value).all():
+            raise ValueError(f"tensor '{name}' has values beyond {out[name].dtype}'s range (largest "
+                             f"{value.abs().max().item():.4g}); store the model in float32")
+    return out
 
 
 def _atomic(path: Path, write: Callable[[Path], Any]) -> None:

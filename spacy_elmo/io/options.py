@@ -54,7 +54,7 @@ def config_from_options(options: Dict[str, Any], source: str = "options.json") -
         n_layers=_int(lstm, "n_layers", source),
         cell_clip=lstm.get("cell_clip"),
         proj_clip=lstm.get("proj_clip"),
-        use_skip_connections=bool(lstm.get("use_skip_connections", False)),
+        use_skip_connections=lstm.get("use_skip_connections", False),
     )
     if char_cnn is None:
         if "n_tokens_vocab" not in options:
@@ -88,7 +88,7 @@ def _char_cnn_settings(char_cnn: Dict[str, Any], source: str) -> Dict[str, Any]:
         filters=tuple(tuple(f) for f in filters),
         n_highway=_int(char_cnn, "n_highway", source),
         char_embedding_dim=_int(embedding, "dim", source),
-        n_characters=int(char_cnn.get("n_characters", 262)),
+        n_characters=char_cnn.get("n_characters", 262),  # BiLMConfig checks its type
         max_characters_per_token=_int(char_cnn, "max_characters_per_token", source),
         activation=char_cnn.get("activation", "tanh"),
     )

@@ -23,6 +23,7 @@ from ..bilm.config import BiLMConfig, OptionsError
 from ..bilm.model import BiLM
 from ..bilm.token_encoder import CharCNNEncoder, WordEncoder
 from ..bilm.vocab import Vocabulary
+from .atomic import atomic_path
 from .errors import WeightsError
 from .gate_order import INTERNAL_TO_TF, TF_TO_INTERNAL, permute_gates
 from .options import config_from_options, config_to_options
@@ -36,6 +37,8 @@ def read_options(path: PathLike) -> BiLMConfig:
         text = path.read_text(encoding="utf-8")
     except OSError as err:
         raise WeightsError(f"{path}: cannot read options file ({err.strerror or err})") from None
+    except UnicodeDecodeError as err:
+        raise WeightsError(f"{path}: not a UTF-8 text file ({err.reason} at byte {err.start})") from None
     try:
         options = json.loads(text)
     except ValueError as err:
@@ -138,7 +141,10 @@ def load_published(
             raise WeightsError(
                 f"{options_path}: a word-input model needs its vocabulary file (vocab.txt beside the weights)"
             )
-        vocab = Vocabulary.from_file(vocab_path)
+        try:
+            vocab = Vocabulary.from_file(vocab_path)
+        except (OSError, ValueError) as err:  # UnicodeDecodeError is a ValueError
+            raise WeightsError(f"{vocab_path}: not a usable vocabulary ({err})") from None
         if len(vocab) != config.n_tokens_vocab:
             raise WeightsError(
                 f"{vocab_path}: {len(vocab)} words but {options_path} says n_tokens_vocab = {config.n_tokens_vocab}"
@@ -191,19 +197,29 @@ def export_published(model: BiLM, directory: PathLike, vocab_name: str = "vocab.
         options = config_to_options(config)  # before anything is written: some models have no published form
     except OptionsError as err:
         raise WeightsError(str(err)) from None
+    from .layouts import check_can_write  # layouts reads the other formats' file names
+
     directory = Path(directory)
+    check_can_write(directory, "published")
     directory.mkdir(parents=True, exist_ok=True)
     options_path = directory / "options.json"
     weights_path = directory / "weights.hdf5"
     arrays = _collect(model, config)
-    tmp = weights_path.with_name(weights_path.name + ".tmp")
-    with h5py.File(tmp, "w") as f:
-        for name, array in arrays.items():
-            f.create_dataset(name, data=array)
-    tmp.replace(weights_path)
-    options_path.write_text(json.dumps(options, indent=2) + "\n", encoding="utf-8")
+
+    def write_weights(path: Path) -> None:
+        with h5py.File(path, "w") as f:
+            for name, array in arrays.items():
+                f.create_dataset(name, data=array)
+
+    # each file complete or absent; the options last, so a directory with them holds their weights
+    options_path.unlink(missing_ok=True)
+    with atomic_path(weights_path) as tmp:
+        write_weights(tmp)
     if model.input_vocab is not None:
-        model.input_vocab.to_file(directory / vocab_name)
+        with atomic_path(directory / vocab_name) as tmp:
+            model.input_vocab.to_file(tmp)
+    with atomic_path(options_path) as tmp:
+        tmp.write_text(json.dumps(options, indent=2) + "\n", encoding="utf-8")
     return options_path, weights_path
 
 

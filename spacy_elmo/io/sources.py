@@ -129,7 +129,7 @@ def _remote_pair(parts: Sequence[str], label: str) -> Source:
 
 
 def resolve_source(
-    source: SourceLike, *, cache: Optional[Union[str, Path]] = None, progress: bool = True
+    source: SourceLike, *, cache: Optional[Union[str, Path]] = None, progress: bool = True, refresh: bool = False
 ) -> Path:
     """A local directory holding the model `source` names; fetched or unpacked into the cache first if needed.
 
@@ -137,7 +137,9 @@ def resolve_source(
     for `load_model` to refuse).
 
     `cache` overrides `$SPACY_ELMO_CACHE`; `progress` shows a progress bar
-    while downloading. Raises `WeightsError` for anything that cannot give a
+    while downloading; `refresh` fetches (or unpacks) it again even where the
+    cache has it, replacing the entry once the new copy loads (a damaged
+    entry's remedy). Raises `WeightsError` for anything that cannot give a
     loadable model.
     """
     parsed = parse_source(source)
@@ -146,7 +148,7 @@ def resolve_source(
         return parsed.path
     root = Path(cache).expanduser() if cache is not None else cache_dir()
     target = root / "models" / cache_key(parsed)
-    if _complete(target):
+    if _complete(target) and not refresh:
         return target
     return _fetch(parsed, target, progress)
 
@@ -273,6 +275,12 @@ def _verify(model_dir: Path, label: str) -> None:
         raise WeightsError(f"{label}: the downloaded files do not load as an ELMo model: {reason}") from None
 
 
+def damaged_entry_hint(source: SourceLike) -> str:
+    """What to do when a cache entry no longer loads (its files changed on disk after they were verified)."""
+    return (f"a damaged cache entry: `python -m spacy_elmo download \"{source}\" --force` fetches it again "
+            "(or delete that directory)")
+
+
 def _provenance(source: Source) -> dict:
     return {
         "source": source.label,
@@ -289,6 +297,13 @@ def _commit(model_dir: Path, target: Path, label: str) -> Path:
             fsync(path, os.O_RDONLY)
     if target.exists() and not _complete(target):
         shutil.rmtree(target)  # not written by this module: every entry it renames into place is marked
+    elif target.exists():  # a refresh: the old entry moves aside (a rename) and goes once the new one is in
+        old = Path(tempfile.mkdtemp(prefix=f".replaced-{target.name}-", dir=target.parent))
+        os.replace(target, old / "entry")
+        try:
+            return _commit(model_dir, target, label)
+        finally:
+            shutil.rmtree(old, ignore_errors=True)
     try:
         os.replace(model_dir, target)
     except OSError as err:
