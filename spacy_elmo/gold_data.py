@@ -7,6 +7,7 @@ A file that is not what its reader expects (not UTF-8 text, truncated, another
 format) raises one `CorpusError` naming the file and the line, never a
 traceback from deep inside a converter and never a silently empty result.
 """
+import codecs
 import gzip
 import re
 import zlib
@@ -48,14 +49,20 @@ def _read_text(path: PathLike) -> str:
     return decode_corpus(raw, path)
 
 
-def decode_corpus(raw: bytes, path: PathLike = "<bytes>") -> str:
+def decode_corpus(raw: bytes, path: PathLike = "<bytes>", errors: str = "strict") -> str:
     """The text of a corpus file's bytes, gunzipped if they are gzip (found by their first
-    bytes); a CorpusError naming `path` and the line for binary, undecodable or truncated data."""
+    bytes), without a leading byte-order mark; a CorpusError naming `path` and the line for
+    binary, undecodable or truncated data. `errors="replace"` reads on instead: invalid bytes
+    and NUL bytes become U+FFFD."""
     if raw[:2] == b"\x1f\x8b":
         try:
             raw = gzip.decompress(raw)
         except (EOFError, OSError, zlib.error) as err:
             raise CorpusError(f"{path}: not a complete gzip file ({err}); is it truncated?") from None
+    if raw.startswith(codecs.BOM_UTF8):
+        raw = raw[len(codecs.BOM_UTF8):]
+    if errors == "replace":
+        return raw.decode("utf-8", errors="replace").replace("\x00", "\ufffd")
     nul = raw.find(b"\x00")
     if nul >= 0:
         raise CorpusError(f"{path}: line {_line_of(raw, nul)} holds a NUL byte: a binary file, not text")
@@ -107,15 +114,17 @@ def ud_docs(path: PathLike, n_sents: int = 10, limit: int = 0) -> List[Doc]:
     text = _read_text(path)
     if limit:
         text = "\n\n".join(text.strip().split("\n\n")[:limit]) + "\n"
-    _check_conllu(text, path)
+    check_conllu(text, path)
     return list(conllu_to_docs(text, n_sents=n_sents, no_print=True))
 
 
 _CONLLU_ID = re.compile(r"^(\d+|\d+-\d+|\d+\.\d+)$")
 
 
-def _check_conllu(text: str, path: PathLike) -> None:
-    """Every token line has CoNLL-U's 10 columns, and every head points inside its sentence."""
+def check_conllu(text: str, path: PathLike, check_heads: bool = True) -> None:
+    """Every token line has CoNLL-U's 10 columns and a token ID, and (`check_heads`) every head is a number
+    pointing inside its sentence; the first line that breaks this is a CorpusError. Readers that
+    take only the word forms (embedding) pass check_heads=False: unparsed text has "_" heads."""
     heads: List[Tuple[int, int]] = []  # (line number, head) of the sentence's words
     words = 0
     lines = text.splitlines()
@@ -139,7 +148,7 @@ def _check_conllu(text: str, path: PathLike) -> None:
             )
         if not _CONLLU_ID.match(columns[0]):
             raise CorpusError(f"{path}: line {number}: {columns[0]!r} is not a CoNLL-U token ID")
-        if columns[0].isdigit():
+        if columns[0].isdigit() and check_heads:
             words += 1
             if not columns[6].isdigit():
                 raise CorpusError(f"{path}: line {number}: head {columns[6]!r} is not a number")
@@ -212,6 +221,6 @@ def write_docbin(docs: List[Doc], output: PathLike) -> Path:
 
 
 __all__ = [
-    "conllu_rows", "conllu_rows_of_text", "conllu_words", "decode_corpus", "find_input", "ud_docs", "uner_docs",
-    "write_docbin", "CorpusError",
+    "check_conllu", "conllu_rows", "conllu_rows_of_text", "conllu_words", "decode_corpus", "find_input", "ud_docs",
+    "uner_docs", "write_docbin", "CorpusError",
 ]

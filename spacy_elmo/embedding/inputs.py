@@ -157,13 +157,16 @@ def shard_files(n_files: int, shard: Tuple[int, int]) -> Tuple[List[int], Tuple[
 
 
 def read_lines(path: str, encoding_errors: str = "strict") -> Iterator[Tuple[int, str]]:
-    """(line number, line text without its newline) of a UTF-8 text file.
+    """(line number, line text without its newline) of a UTF-8 text file, gunzipped if it is
+    gzip (found by its first bytes), without a leading byte-order mark.
 
     encoding_errors: "strict" (a DumpError naming the first line that is not
     UTF-8 text: invalid bytes, or a NUL byte as in binary files) or "replace"
-    (invalid bytes become U+FFFD).
+    (invalid bytes and NUL bytes become U+FFFD).
     """
+    import gzip
     import io
+    import zlib
 
     if encoding_errors not in ENCODING_ERRORS:
         raise DumpError(f"unknown encoding error handling {encoding_errors!r}; choose from {ENCODING_ERRORS}")
@@ -173,13 +176,25 @@ def read_lines(path: str, encoding_errors: str = "strict") -> Iterator[Tuple[int
     errors = "surrogateescape" if strict else "replace"
     try:
         raw = open_input(str(path), "rb")
+        if hasattr(raw, "peek"):  # local files: look without consuming
+            compressed = raw.peek(2)[:2] == b"\x1f\x8b"
+        else:  # fsspec's files seek
+            compressed = raw.read(2) == b"\x1f\x8b"
+            raw.seek(0)
     except OSError as err:
         raise DumpError(f"{path}: cannot read the file ({err.strerror or err})") from None
-    with io.TextIOWrapper(raw, encoding="utf-8", errors=errors, newline="") as handle:
-        for number, line in enumerate(handle):
-            if strict and (_NOT_TEXT.search(line) is not None):
-                raise DumpError(_not_text_message(path, number, line))
-            yield number, line.rstrip("\r\n")
+    stream = gzip.GzipFile(fileobj=raw, mode="rb") if compressed else raw
+    with io.TextIOWrapper(stream, encoding="utf-8-sig", errors=errors, newline="") as handle:
+        try:
+            for number, line in enumerate(handle):
+                if strict and (_NOT_TEXT.search(line) is not None):
+                    raise DumpError(_not_text_message(path, number, line))
+                yield number, line.rstrip("\r\n").replace("\x00", "\ufffd")
+        except (EOFError, zlib.error, gzip.BadGzipFile) as err:
+            raise DumpError(f"{path}: not a complete gzip file ({err}); is it truncated?") from None
+        finally:
+            if compressed:
+                raw.close()
 
 
 _NOT_TEXT = re.compile("[\udc80-\udcff\x00]")
@@ -192,7 +207,7 @@ def _not_text_message(path: str, number: int, line: str) -> str:
     what = "a NUL byte (a binary file?)" if char == "\x00" else f"the byte 0x{ord(char) - 0xDC00:02x}, not UTF-8"
     return (
         f"{path}: line {number + 1} (column {found.start() + 1}) holds {what}; fix the file, or pass "
-        "--encoding-errors replace to read on (invalid bytes become U+FFFD)"
+        "--encoding-errors replace to read on (invalid bytes and NUL bytes become U+FFFD)"
     )
 
 
@@ -239,7 +254,7 @@ def read_units(
     elif fmt == "jsonl":
         yield from _jsonl_units(path, file, encoding_errors, lang, pipeline)
     elif fmt == "conllu":
-        yield from _conllu_units(path, file)
+        yield from _conllu_units(path, file, encoding_errors)
     elif fmt == "spacy":
         yield from _docbin_units(path, file)
     else:
@@ -262,11 +277,14 @@ def _jsonl_units(path, file, encoding_errors, lang, pipeline, tokenize: bool = T
             tokens = record["tokens"]
             if not isinstance(tokens, list) or not all(isinstance(t, str) for t in tokens):
                 raise DumpError(f'{where}: "tokens" must be a list of strings')
+            tokens = [_unicode(t, where, '"tokens"', encoding_errors) for t in tokens]
             text = record["text"] if isinstance(record.get("text"), str) else " ".join(tokens)
+            text = _unicode(text, where, '"text"', encoding_errors)
         else:
             text = record["text"]
             if not isinstance(text, str):
                 raise DumpError(f'{where}: "text" must be a string')
+            text = _unicode(text, where, '"text"', encoding_errors)
             if not (lang or pipeline):
                 raise DumpError(f'{where}: "text" needs a tokenizer: pass --lang LANG or --pipeline NAME_OR_PATH '
                                 '(or give "tokens")')
@@ -278,6 +296,23 @@ def _jsonl_units(path, file, encoding_errors, lang, pipeline, tokenize: bool = T
         yield Unit(file, number, list(tokens), text, number, 0)
 
 
+_SURROGATE = re.compile("[\ud800-\udfff]")
+
+
+def _unicode(value: str, where: str, field: str, encoding_errors: str) -> str:
+    """A JSON string as Unicode text: JSON's escapes can spell a lone surrogate ("\\udc80"), which no
+    UTF-8 writer (nor the tokenizer's) accepts. Strict: one DumpError naming the line; replace: U+FFFD."""
+    found = _SURROGATE.search(value)
+    if found is None:
+        return value
+    if encoding_errors == "replace":
+        return _SURROGATE.sub("\ufffd", value)
+    raise DumpError(
+        f"{where}: {field} holds a lone surrogate (\\u{ord(found.group()):04x}), not Unicode text; fix the file, "
+        "or pass --encoding-errors replace to read on (it becomes U+FFFD)"
+    )
+
+
 def _read_bytes(path: str) -> bytes:
     try:
         with open_input(path, "rb") as handle:
@@ -286,13 +321,17 @@ def _read_bytes(path: str) -> bytes:
         raise DumpError(f"{path}: cannot read the file ({err.strerror or err})") from None
 
 
-def _conllu_units(path: str, file: int) -> Iterator[Unit]:
-    from ..gold_data import CorpusError, conllu_rows_of_text, decode_corpus
+def _conllu_units(path: str, file: int, encoding_errors: str = "strict") -> Iterator[Unit]:
+    from ..gold_data import CorpusError, check_conllu, conllu_rows_of_text, decode_corpus
 
     try:
-        sentences = conllu_rows_of_text(decode_corpus(_read_bytes(path), path))
+        text = decode_corpus(_read_bytes(path), path, errors=encoding_errors)
+        check_conllu(text, path, check_heads=False)
     except CorpusError as err:
         raise DumpError(str(err)) from None
+    sentences = conllu_rows_of_text(text)
+    if not sentences:
+        raise DumpError(f"{path}: no sentences (a CoNLL-U file has one token line per word)")
     for number, rows in enumerate(sentences):
         words = [row[1] for row in rows]
         yield Unit(file, number, words, " ".join(words), number, 0)
@@ -327,7 +366,7 @@ def check_input(path: str, fmt: str, encoding_errors: str = "strict", lang: Opti
         for _ in _jsonl_units(path, 0, encoding_errors, lang, pipeline, tokenize=False):
             pass
     else:
-        for _ in read_units(path, fmt):
+        for _ in read_units(path, fmt, encoding_errors=encoding_errors):
             pass
 
 
