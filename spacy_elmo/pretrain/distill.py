@@ -258,6 +258,7 @@ class ContextTargets:
         seen = 0
         for batch in _token_batches(segments, batch_tokens, n_tokens):
             vectors, mask = teacher.token_vectors(batch)
+            vectors, mask = vectors.cpu(), mask.cpu()  # the means are kept on the CPU
             words = [w for sentence in batch for w in sentence]
             ids = torch.tensor([index.setdefault(w, len(index)) for w in words], dtype=torch.long)
             if len(index) > len(counts):
@@ -276,9 +277,9 @@ class ContextTargets:
         """(the teacher's vectors minus their words' means, mask): words without a mean masked out."""
         vectors, mask = self.teacher.token_vectors(sentences)
         ids = torch.tensor([self.index.get(w, -1) for s in sentences for w in s], dtype=torch.long)
-        known = ids >= 0
+        known = (ids >= 0).to(vectors.device)
         means = self.means[ids.clamp(min=0)].to(vectors.device, vectors.dtype)
-        return torch.where(known[:, None].to(vectors.device), vectors - means, vectors.new_zeros(())), mask & known
+        return torch.where(known[:, None], vectors - means, vectors.new_zeros(())), mask.to(vectors.device) & known
 
 
 class SentenceTargets:

@@ -156,6 +156,7 @@ def build_cache(
         if not pending:
             return
         found, mask = teacher.token_vectors(pending)
+        found, mask = found.cpu(), mask.cpu()  # the cache is written from the CPU, whatever the teacher's device
         found = _project(found, projection)
         found[~mask] = float("nan")
         vectors[rows : rows + len(found)] = found.numpy().astype(numpy.float16)
@@ -225,7 +226,8 @@ def _projection(
             sample.append(segment)
             if sum(map(len, sample)) >= FIT_TOKENS:
                 break
-        found = [v[m] for v, m in (teacher.token_vectors(b) for b in _batches(sample, BATCH_TOKENS))]
+        # on the CPU: a teacher on CUDA gives CUDA tensors, and the projection is fitted and stored here
+        found = [v[m].cpu() for v, m in (teacher.token_vectors(b) for b in _batches(sample, BATCH_TOKENS))]
         mean, directions = fit_projection(torch.cat(found), dim)
         tmp = partial / "projection.tmp.npz"
         numpy.savez(tmp, mean=mean, directions=directions)

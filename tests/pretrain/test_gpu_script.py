@@ -49,30 +49,59 @@ def test_dry_run_writes_parts_that_join_into_the_trained_model(small_corpus, tmp
     # the slot's side runs where spaCy and thinc cannot be imported
     done = subprocess.run(
         [sys.executable, str(SCRIPT), "run", str(out), "--work", str(work), "--dry-run", "--dry-run-steps", "3",
-         "--config", str(CONFIGS / "pretrain_tiny.cfg"), "--training.threads", "1"],
+         "--config", str(CONFIGS / "pretrain_tiny.cfg"), "--training.threads", "1", "--keep-dry-run"],
         capture_output=True, text=True, timeout=600, env=without_spacy_env,
     )
-    assert done.returncode == 0, done.stderr[-3000:]
+    assert done.returncode == 0, done.stderr[-3000:] + done.stdout[-3000:]
+    scratch = Path(done.stdout.split("dry run kept in ")[1].split()[0])
+    assert sorted(p.name for p in work.iterdir()) == ["data"]  # nothing of the dry run travels
     manifest = json.loads((out / "manifest.json").read_text())
     assert set(manifest) == {"elmo.json", "bilm.safetensors"}  # the embedding part: no softmax
-    assert (out / "log.jsonl").exists()
-    # parts are capped (the tiny model fits in one; a cap of a few bytes shows the split)
+    assert (out / "log.jsonl").exists() and (out / "pretrain.log").exists()
+    from_inline = subprocess.run([sys.executable, str(SCRIPT), "join", str(out), str(tmp_path / "inline")],
+                                 capture_output=True, text=True)
+    assert from_inline.returncode == 0, from_inline.stderr
+    # parts are capped (the tiny model fits in the manifest; caps of a few bytes show the split)
     monkeypatch.setattr(gpu_pretrain, "PART_BYTES", 1000)
+    monkeypatch.setattr(gpu_pretrain, "INLINE_BYTES", 100)
     small = tmp_path / "small"
     small.mkdir()
-    gpu_pretrain.split(work / "model-embedding", small)
+    gpu_pretrain.split(scratch / "model-embedding", small)
     assert len(json.loads((small / "manifest.json").read_text())["bilm.safetensors"]["parts"]) > 3
     assert all(p.stat().st_size <= 1000 for p in small.glob("bilm.safetensors.*"))
     joined = subprocess.run([sys.executable, str(SCRIPT), "join", str(small), str(tmp_path / "model")],
                             capture_output=True, text=True)
     assert joined.returncode == 0, joined.stderr
-    trained = load_model(work / "run" / "model-last")
-    model = load_model(tmp_path / "model")
-    for name, tensor in trained.bilm.state_dict().items():
-        assert torch.equal(model.bilm.state_dict()[name], tensor)
+    trained = load_model(scratch / "run" / "model-last")
+    for joined_dir in (tmp_path / "model", tmp_path / "inline"):
+        model = load_model(joined_dir)
+        for name, tensor in trained.bilm.state_dict().items():
+            assert torch.equal(model.bilm.state_dict()[name], tensor)
+    shutil.rmtree(scratch)
     # a damaged part is refused
     part = sorted(small.glob("bilm.safetensors.*"))[1]
     part.write_bytes(b"x" + part.read_bytes()[1:])
     broken = subprocess.run([sys.executable, str(SCRIPT), "join", str(small), str(tmp_path / "again")],
                             capture_output=True, text=True)
     assert broken.returncode != 0 and "sha256" in broken.stderr
+
+
+def test_the_training_text_is_cut_to_fit_what_travels(tmp_path):
+    text = tmp_path / "train.tok.txt.gz"
+    lines = [f"sentence {i} with some words {i * 7919 % 1000} in it\n" for i in range(20000)]
+    with gzip.open(text, "wt", encoding="utf-8") as handle:
+        handle.writelines(lines)
+    budget = text.stat().st_size // 3
+    kept = gpu_pretrain.fit_text(text, budget)
+    assert text.stat().st_size <= budget and 0 < kept < len(lines)
+    with gzip.open(text, "rt", encoding="utf-8") as handle:
+        assert handle.readlines() == lines[:kept]  # the first lines, whole
+    assert gpu_pretrain.fit_text(text, budget) == kept  # already fits: unchanged
+
+
+def test_a_local_runs_leftovers_do_not_go_to_the_device(tmp_path):
+    work = tmp_path / "work"
+    (work / "run").mkdir(parents=True)
+    done = subprocess.run([sys.executable, str(SCRIPT), "run", str(tmp_path / "out"), "--work", str(work)],
+                          capture_output=True, text=True)
+    assert done.returncode != 0 and "from a local run" in done.stderr
