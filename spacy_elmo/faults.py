@@ -7,7 +7,8 @@ happens. Tests use it instead of sending signals after a sleep, so a fault
 lands at the same place on a fast machine and a busy one.
 
 Points:
-    embed.chunk        `embed`: a chunk of lines was written and flushed to OUTPUT.partial
+    embed.chunk        `embed`: a chunk of lines was written and flushed to OUTPUT.partial (HDF5), or a
+                       part was committed (Parquet)
     pretrain.step      pretraining: a step's update is done (before its evaluation,
                        stop check and checkpoint)
     checkpoint.write   a checkpoint's temporary file is written, not yet renamed

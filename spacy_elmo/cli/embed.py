@@ -1,7 +1,9 @@
 """`embed`: text, JSONL, CoNLL-U or .spacy files in; the published HDF5 dump layout (or Parquet) out,
 here or on Ray Data."""
 import os
-from typing import List, Optional
+import warnings
+from contextlib import contextmanager
+from typing import Iterator, List, Optional, Tuple
 
 import typer
 from tqdm import tqdm
@@ -57,8 +59,14 @@ def embed_cli(
         None, "--shard",
         help="K/N: embed one share into OUTPUT.shard-K-of-N (one input: units % N == K; several: whole files)",
     ),
-    join: int = typer.Option(0, "--join", help="Only join N finished shard files into OUTPUT"),
-    resume: bool = typer.Option(False, "--resume", help="Continue an interrupted run (OUTPUT.partial, Parquet parts)"),
+    join: int = typer.Option(
+        0, "--join", help="Only join N finished shard files (of one run's settings) into OUTPUT"
+    ),
+    resume: bool = typer.Option(
+        False, "--resume",
+        help="Continue an interrupted run (OUTPUT.partial, Parquet parts) with the same settings; the finished "
+        "file replaces OUTPUT",
+    ),
     overwrite: bool = typer.Option(False, "--overwrite", help="Replace an existing or interrupted output"),
     engine: str = typer.Option("local", "--engine", help="local (this process) or ray (a Ray Data pipeline)"),
     workers: int = typer.Option(1, "--workers", help="--engine ray: biLM worker actors"),
@@ -98,7 +106,7 @@ def embed_cli(
         fail(f"--join N joins N shard files, so N must be 1 or more (0, the default: embed), got {join}")
     if join:
         try:
-            join_shards(output_path, join)
+            join_shards(output_path, join, overwrite=overwrite)
         except DumpError as err:
             fail(str(err))
         msg.good(f"Joined {join} shards into {output_path}")
@@ -154,7 +162,7 @@ def embed_cli(
     if cache:
         model.enable_cache(cache)
     bar = tqdm(desc=f"embedding{f' shard {k}/{n}' if n > 1 else ''}", unit=" tok", unit_scale=True, disable=quiet)
-    try:
+    with _stopped_runs(output_path, output_format, (k, n), bar):
         path = embed_file(
             model,
             input_paths,
@@ -176,10 +184,6 @@ def embed_cli(
             output_format=output_format,
             on_progress=lambda tokens, sentences: bar.update(tokens),
         )
-    except DumpError as err:
-        fail(str(err))
-    finally:
-        bar.close()
     if world > 1 and not shard:
         import torch.distributed as dist
 
@@ -187,7 +191,7 @@ def embed_cli(
             dist.init_process_group("gloo")
         dist.barrier()
         if k == 0 and output_format == "hdf5":
-            join_shards(output_path, n)
+            join_shards(output_path, n, overwrite=overwrite or resume)  # the join is part of this run
             msg.good(f"Wrote {output_path} ({n} shards)")
         dist.destroy_process_group()
         return
@@ -258,21 +262,54 @@ def _layer_options(layers: str, layer_weights: Optional[str], mix: Optional[str]
 
 
 def _embed_on_ray(input_paths: List[str], output_path: str, quiet: bool, **settings) -> None:
-    from ..embedding.dump import DumpError
-
     try:
         from ..embedding.ray import embed_files
     except ImportError as err:
         fail(str(err))
     bar = tqdm(desc="embedding (ray)", unit=" tok", unit_scale=True, disable=quiet)
-    try:
+    with _stopped_runs(output_path, settings["output_format"], (0, 1), bar):
         path = embed_files(input_paths, output_path, progress=not quiet,
                            on_progress=lambda tokens, sentences: bar.update(tokens), **settings)
-    except (DumpError, ImportError) as err:
-        fail(str(err))
-    finally:
-        bar.close()
     msg.good(f"Wrote {path}")
+
+
+INTERRUPTED = 130  # the exit status of a command stopped by Ctrl-C (128 + SIGINT), as shells report it
+
+
+@contextmanager
+def _stopped_runs(output_path: str, output_format: str, shard: Tuple[int, int], bar: tqdm) -> Iterator[None]:
+    """Run the embedding with each way it can stop said in one line, never a traceback.
+
+    Bad input or settings: the error's message (exit 1). Ctrl-C: what is kept for --resume (exit
+    130). A system error mid-run (a full disk, an I/O error): the error and what is kept (exit 1).
+    The run's own warnings (a torn .partial moved aside) are printed as lines too.
+    """
+    from ..embedding.dump import DumpError, DumpWarning, stopped_note
+
+    with warnings.catch_warnings():
+        shown = warnings.showwarning
+
+        def show(message, category, filename, lineno, file=None, line=None) -> None:
+            if issubclass(category, DumpWarning):
+                msg.warn(str(message))
+            else:
+                shown(message, category, filename, lineno, file, line)
+
+        warnings.showwarning = show
+        try:
+            yield
+        except (DumpError, ImportError) as err:
+            bar.close()
+            fail(str(err))
+        except KeyboardInterrupt:
+            bar.close()
+            fail(f"Interrupted: {stopped_note(output_path, output_format, shard)}", INTERRUPTED)
+        except OSError as err:
+            bar.close()
+            where = f" ({err.filename})" if err.filename else ""
+            fail(f"{err.strerror or err}{where}: {stopped_note(output_path, output_format, shard)}")
+        finally:
+            bar.close()
 
 
 def _cuda() -> bool:

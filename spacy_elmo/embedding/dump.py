@@ -11,8 +11,17 @@ files instead (`parquet`).
 
 Crash safety: the work happens in OUTPUT.partial, flushed after every chunk
 of units, and is renamed to OUTPUT only when complete. An existing .partial
-file is either resumed (`resume=True`: units already present are kept) or
-replaced (`overwrite=True`).
+file is either resumed (`resume=True`: units already present are kept, and
+OUTPUT, if it exists, is replaced at the commit, as the interrupted
+`--overwrite` run would have done) or replaced (`overwrite=True`). A run
+holds a lock beside OUTPUT (`OutputLock`) from start to commit, so a second
+run on the same output is refused rather than writing into the same file.
+
+Each file records the settings that decide its numbers (`run_record`: layer
+mode and weights, a fingerprint of the model, precision, the input files'
+names and sizes); `resume` and `join_shards` refuse pieces written with
+other settings, naming the one that differs, so one file never mixes two
+runs.
 
 Sharding: `shard=(k, n)` embeds one share of the input into
 `OUTPUT.shard-k-of-n`: of one input file, the units with number % n == k;
@@ -24,6 +33,8 @@ as a single run.
 The local engine is here; `spacy_elmo.embedding.ray` runs the same units
 through a Ray Data pipeline into the same sinks.
 """
+import errno
+import hashlib
 import json
 import os
 import shutil
@@ -31,7 +42,9 @@ import tempfile
 import warnings
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Callable, Dict, Iterable, Iterator, List, Optional, Sequence, Set, Tuple, Union
+from typing import (
+    TYPE_CHECKING, Any, Callable, Dict, Iterable, Iterator, List, Mapping, Optional, Sequence, Set, Tuple, Union,
+)
 
 import numpy
 
@@ -217,46 +230,325 @@ def plan_inputs(
     return InputPlan(files, formats, mine, unit_shard, encoding_errors, lang, pipeline, shard)
 
 
+# -- what a run records ------------------------------------------------------------------------
+
+Record = Dict[str, Any]
+RECORD_ATTR = "run"  # the HDF5 attribute (JSON) holding a file's `run_record`
+# a record's keys, in the order they are compared, and how a message names them
+RECORD_NAMES = {
+    "layers": "--layers",
+    "layer_weights": "--layer-weights",
+    "model": "model (--weights)",
+    "precision": "--precision",
+    "inputs": "input files",
+    "chunk_lines": "--chunk-lines",
+}
+
+
+class DumpWarning(UserWarning):
+    """Something the run did on its own that the user should hear about (the command prints it as a line)."""
+
+
+def model_fingerprint(model: BiLM) -> str:
+    """A digest of everything that decides the model's numbers: its config, every tensor of its
+    state (names, dtypes, shapes, values) and its token vocabularies.
+
+    Recorded in every output, so that a resumed run or a join can tell a different model (another
+    `--weights`, or the same name now holding other weights) from the same one wherever it was
+    loaded from; the engine (`--backend`) and caches are not part of it (they are not in the state).
+    """
+    import torch
+
+    digest = hashlib.sha256()
+    digest.update(json.dumps(model.config.to_dict(), sort_keys=True).encode("utf-8"))
+    digest.update(f"boundary_strings={bool(model.boundary_strings)}".encode("utf-8"))
+    for name, tensor in sorted(model.state_dict().items()):
+        flat = tensor.detach().to("cpu").contiguous().reshape(-1)
+        digest.update(f"{name}:{flat.dtype}:{tuple(tensor.shape)}".encode("utf-8"))
+        digest.update(flat.view(torch.uint8).numpy().tobytes())
+    for vocab in (model.input_vocab, model.word_table_vocab):
+        if vocab is not None:
+            digest.update(json.dumps(list(vocab.words)).encode("utf-8"))
+    if model.char_dictionary is not None:
+        digest.update(json.dumps(list(model.char_dictionary.chars)).encode("utf-8"))
+    return "sha256:" + digest.hexdigest()
+
+
+def input_identity(files: Sequence[str]) -> List[List[Any]]:
+    """[name, size in bytes] of each input file, in order: what a resumed run must read again.
+
+    The base name, not the path, so that a run moved to another directory (or machine) with its
+    input still resumes; the size tells an edited or different file of the same name. A size
+    that cannot be found (an unreachable URL) is None and matches any.
+    """
+    identity: List[List[Any]] = []
+    for path in files:
+        size: Optional[int]
+        try:
+            if is_url(path):
+                import fsspec
+
+                fs, where = fsspec.core.url_to_fs(path)
+                size = int(fs.size(where))
+            else:
+                size = os.path.getsize(path)
+        except Exception:  # a size is a check, never a reason to fail
+            size = None
+        identity.append([path.rstrip("/").rsplit("/", 1)[-1], size])
+    return identity
+
+
+def run_record(model_id: str, layers: str, layer_weights: Weights, precision: str, plan: InputPlan) -> Record:
+    """The settings that decide a run's numbers and keys, as its outputs record them (JSON-able).
+
+    `model_id`: `model_fingerprint`. Parquet adds `chunk_lines` (it decides which part holds a unit).
+    """
+    layers, layer_weights = layer_settings(layers, layer_weights)
+    return {
+        "layers": layers,
+        "layer_weights": [float(w) for w in layer_weights] if layer_weights is not None else None,
+        "model": model_id,
+        "precision": precision,
+        "inputs": input_identity(plan.files),
+    }
+
+
+def read_record(attrs: Mapping[str, Any]) -> Record:
+    """The record of an HDF5 file (its attributes): the `run` JSON, and `layers` (which files of
+    every version have). A file of an earlier version records less; what is missing is not checked."""
+    recorded: Record = {}
+    raw = attrs.get(RECORD_ATTR)
+    if raw is not None:
+        try:
+            loaded = json.loads(raw.decode("utf-8") if isinstance(raw, bytes) else str(raw))
+        except ValueError:
+            loaded = None
+        if isinstance(loaded, dict):
+            recorded.update(loaded)
+    if "layers" in attrs:
+        recorded["layers"] = recorded_layer_mode(attrs["layers"])
+    return recorded
+
+
+def record_difference(recorded: Mapping[str, Any], wanted: Mapping[str, Any], there: str = "there",
+                      here: str = "here") -> Optional[str]:
+    """The first setting (in `RECORD_NAMES` order) that both records hold with different values,
+    described as "NAME: A {there}, B {here}"; None when they agree."""
+    recorded, wanted = _normal_record(recorded), _normal_record(wanted)
+    for key, name in RECORD_NAMES.items():
+        if key not in recorded or key not in wanted or recorded[key] == wanted[key]:
+            continue
+        if key == "inputs" and _same_inputs(recorded[key], wanted[key]):
+            continue
+        if key == "inputs":
+            return f"{name}: {_inputs_difference(recorded[key], wanted[key], there, here)}"
+        return f"{name}: {_shown(key, recorded[key])} {there}, {_shown(key, wanted[key])} {here}"
+    return None
+
+
+def check_record(recorded: Mapping[str, Any], wanted: Optional[Mapping[str, Any]], where: str, advice: str) -> None:
+    """Refuse to add to `where` (a file or part written with `recorded`) under other settings."""
+    if wanted is None:
+        return
+    difference = record_difference(recorded, wanted, "in it", "in this run")
+    if difference is not None:
+        raise DumpError(f"{where} was written with other settings, so this run cannot add to it: {difference}. "
+                        f"{advice}")
+
+
+def _normal_record(record: Mapping[str, Any]) -> Record:
+    normal: Record = json.loads(json.dumps(dict(record)))  # tuples and lists alike, as read back
+    if "layers" in normal:
+        normal["layers"] = recorded_layer_mode(normal["layers"])
+    if "inputs" in normal and isinstance(normal["inputs"], list):
+        normal["inputs"] = [list(entry) for entry in normal["inputs"]]
+    return normal
+
+
+def _shown(key: str, value: Any) -> str:
+    if key == "layer_weights":
+        return "none" if value is None else ",".join(f"{w:g}" for w in value)
+    if key == "model" and isinstance(value, str):
+        return value[:19]  # "sha256:" and 12 hex digits
+    return str(value)
+
+
+def _same_entry(a: Any, b: Any) -> bool:
+    """Two [name, size] entries of `input_identity` agree: the same name, and sizes equal or unknown."""
+    if not (isinstance(a, list) and isinstance(b, list) and len(a) == len(b) == 2):
+        return a == b
+    return a[0] == b[0] and (a[1] is None or b[1] is None or a[1] == b[1])
+
+
+def _same_inputs(old: Any, new: Any) -> bool:
+    if not isinstance(old, list) or not isinstance(new, list) or len(old) != len(new):
+        return False
+    return all(_same_entry(a, b) for a, b in zip(old, new))
+
+
+def _inputs_difference(old: Any, new: Any, there: str, here: str) -> str:
+    if not isinstance(old, list) or not isinstance(new, list):
+        return f"{old} {there}, {new} {here}"
+    for i, (a, b) in enumerate(zip(old, new)):
+        if not _same_entry(a, b):
+            return f"file {i + 1} is {_shown_input(a)} {there}, {_shown_input(b)} {here}"
+    return f"{len(old)} file(s) {there}, {len(new)} {here}"
+
+
+def _shown_input(entry: List[Any]) -> str:
+    return f"{entry[0]} ({entry[1]} bytes)" if len(entry) > 1 and entry[1] is not None else str(entry[0])
+
+
+class OutputLock:
+    """An exclusive lock on one output for one run: `.NAME.lock` beside it, held with `flock` from the
+    sink's opening to its commit or close (the kernel drops it when the process dies, even by SIGKILL).
+
+    Without it two runs on the same OUTPUT (two `--resume`s started at once) write the same
+    .partial file, and one commits the other's half-written work. A second run is refused while
+    the first holds the lock. Where the file system has no locks (or on Windows) runs go unlocked.
+    """
+
+    def __init__(self, lock_path: Path, target: Union[str, Path]) -> None:
+        self.path = lock_path
+        self.fd: Optional[int] = None
+        try:
+            import fcntl
+        except ImportError:  # not POSIX
+            return
+        while True:
+            try:
+                fd = os.open(self.path, os.O_RDWR | os.O_CREAT, 0o666)
+            except OSError as err:
+                raise DumpError(f"{self.path.parent}: cannot write the output ({err.strerror or err})") from None
+            try:
+                fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+            except OSError as err:
+                os.close(fd)
+                if err.errno in (errno.EAGAIN, errno.EWOULDBLOCK, errno.EACCES):
+                    raise DumpError(f"{target} is being written by another run (it holds {self.path}); let that run "
+                                    "finish, or stop it, before starting this one") from None
+                return  # a file system without locks
+            try:
+                same = os.fstat(fd).st_ino == os.stat(self.path).st_ino
+            except FileNotFoundError:
+                same = False
+            if same:  # not a lock file that its holder removed while this process waited to open it
+                self.fd = fd
+                os.ftruncate(fd, 0)
+                os.write(fd, f"{os.getpid()}\n".encode("ascii"))
+                return
+            os.close(fd)
+
+    def release(self) -> None:
+        """Remove the lock file and drop the lock (removed first, so no other run locks a file about to go)."""
+        if self.fd is None:
+            return
+        try:
+            os.unlink(self.path)
+        except FileNotFoundError:
+            pass
+        os.close(self.fd)
+        self.fd = None
+
+
+def lock_path(output: Path) -> Path:
+    """The lock file of an HDF5 output (or shard) file."""
+    return output.with_name(f".{output.name}.lock")
+
+
 # -- where results go -------------------------------------------------------------------------
 
 
 class Hdf5Sink:
-    """`embed`'s HDF5 output: one dataset per unit in FINAL.partial, committed to FINAL when complete."""
+    """`embed`'s HDF5 output: one dataset per unit in FINAL.partial, committed to FINAL when complete.
+
+    `record` (`run_record`): the run's settings, written into the file's attributes and checked
+    against those of a .partial being resumed. The sink holds FINAL's `OutputLock` until
+    `finish` or `close`.
+    """
 
     def __init__(self, final: Path, layers: str, shard: Tuple[int, int], sentence_index: bool = True,
-                 resume: bool = False, overwrite: bool = False) -> None:
+                 resume: bool = False, overwrite: bool = False, record: Optional[Record] = None) -> None:
         import h5py
 
         self.final = final
         work = self.work = partial_path(final)
-        if final.exists() and not overwrite:
-            raise DumpError(f"{final} exists; pass --overwrite to replace it")
-        if work.exists() and not (resume or overwrite):
-            raise DumpError(
-                f"{work} holds an interrupted run; pass --resume to continue it or --overwrite to start again"
-            )
-        if work.exists() and overwrite and not resume:
-            work.unlink()
-        self.done: set = set()
-        mode = "w"
-        if work.exists() and resume:
-            try:
-                with h5py.File(work, "r") as f:
-                    self.done = {key for key in f.keys() if is_unit_key(key)}
-                mode = "a"
-            except OSError:
-                work.unlink()  # torn by a crash during a write: start this file again
-                self.done = set()
-        self.mapping: Optional[Dict[str, str]] = {} if sentence_index else None
+        for path in (final, work):
+            if path.is_dir():
+                raise DumpError(f"{path}: is a directory; the HDF5 output is a file (--format parquet writes a "
+                                "directory)")
+        self.lock = OutputLock(lock_path(final), final)
         try:
-            self.out = h5py.File(work, mode)
-        except OSError as err:
-            raise DumpError(f"{work}: cannot write the output ({err})") from None
+            self.done: Set[str] = set()
+            mode = self._start(resume, overwrite, record)
+            try:
+                self.out = h5py.File(work, mode)
+            except OSError as err:
+                raise DumpError(f"{work}: cannot write the output ({err})") from None
+        except BaseException:
+            self.lock.release()
+            raise
+        self.created = mode == "w"  # a new .partial: removed again if the run fails before writing a unit
+        self.written = 0
+        self.mapping: Optional[Dict[str, str]] = {} if sentence_index else None
         self.out.attrs["status"] = "incomplete"
         self.out.attrs["layers"] = recorded_layer_mode(layers)
         self.out.attrs["shard"] = f"{shard[0]}/{shard[1]}"
+        if record is not None:
+            self.out.attrs[RECORD_ATTR] = json.dumps(record, sort_keys=True)
         self.writer = _DatasetWriter(self.out)
         self.remote: Optional[str] = None  # an fsspec URL to upload FINAL to (see `finish_sink`)
+
+    def _start(self, resume: bool, overwrite: bool, record: Optional[Record]) -> str:
+        """The mode to open FINAL.partial in ("a": resume it, "w": start it), after the checks.
+
+        `resume` continues a .partial even where FINAL exists (an interrupted `--overwrite` run
+        left both): its commit replaces FINAL, as that run's would have.
+        """
+        final, work = self.final, self.work
+        if resume and work.exists():
+            return "a" if self._resumable(record) else "w"
+        if final.exists() and not overwrite:
+            finished = " (a finished run: there is nothing to resume)" if resume else ""
+            raise DumpError(f"{final} exists{finished}; pass --overwrite to replace it")
+        if work.exists() and not overwrite:
+            raise DumpError(
+                f"{work} holds an interrupted run; pass --resume to continue it or --overwrite to start again"
+            )
+        if work.exists():
+            work.unlink()
+        return "w"
+
+    def _resumable(self, record: Optional[Record]) -> bool:
+        """Read the units already in FINAL.partial into `done`; False when the file is not HDF5 at all.
+
+        Never deletes it: a file another process holds (HDF5's lock) or cannot read (an I/O or
+        permission error) stops the run; one HDF5 cannot parse (torn by a crash mid-write) is
+        moved aside to FINAL.partial.corrupt, with a warning, and the run starts again.
+        """
+        import h5py
+
+        work = self.work
+        try:
+            with h5py.File(work, "r") as f:
+                done = {key for key in f.keys() if is_unit_key(key)}
+                recorded = read_record(f.attrs)
+        except OSError as err:
+            if err.errno in (errno.EAGAIN, errno.EWOULDBLOCK):
+                raise DumpError(f"{work} is open in another process (it holds the file's lock); let that process "
+                                "finish, or stop it, then rerun with --resume") from None
+            if err.errno is not None:  # the system's error, not the file's content: nothing is changed
+                raise DumpError(f"{work}: cannot open it to resume ({err}); nothing was changed") from None
+            corrupt = work.with_name(work.name + ".corrupt")
+            os.replace(work, corrupt)
+            warnings.warn(f"{work} is not a readable HDF5 file ({err}): moved aside to {corrupt}, starting again",
+                          DumpWarning, stacklevel=4)
+            return False
+        check_record(recorded, record, str(work),
+                     "Resume with the settings it was written with, or pass --overwrite (without --resume) to "
+                     "start again.")
+        self.done = done
+        return True
 
     def chunk_key(self, unit: Unit) -> None:
         return None  # chunks are counted in units, across files
@@ -269,6 +561,7 @@ class Hdf5Sink:
 
     def write(self, key: str, path: str, unit: Unit, array: numpy.ndarray) -> None:
         self.writer.write(key, array)
+        self.written += 1
 
     def end_chunk(self) -> None:
         self.out.flush()
@@ -285,13 +578,26 @@ class Hdf5Sink:
                                    data=numpy.array([json.dumps(self.mapping)], dtype=h5py.string_dtype()))
             out.attrs["sentence_index"] = self.mapping is not None
             out.attrs["status"] = "complete"
-        commit(self.work, self.final)
+        try:
+            commit(self.work, self.final)
+        finally:
+            self.lock.release()
         return self.final
 
     def close(self) -> None:
-        """Close without committing (an error stopped the run; FINAL.partial stays for --resume)."""
-        if self.out.id.valid:
-            self.out.close()
+        """Close without committing (an error stopped the run) and release the lock.
+
+        FINAL.partial stays for --resume, unless this run created it and wrote no unit into it
+        (bad input found by a Ray worker, an interrupt before the first chunk): such a file holds
+        nothing to resume, and would only make the corrected rerun ask for --resume or --overwrite.
+        """
+        try:
+            if self.out.id.valid:
+                self.out.close()
+            if self.created and not self.written and self.work.exists():
+                self.work.unlink()
+        finally:
+            self.lock.release()
 
 
 def open_sink(
@@ -303,10 +609,13 @@ def open_sink(
     sentence_index: bool,
     resume: bool,
     overwrite: bool,
+    record: Optional[Record] = None,
 ):
     """The sink for OUTPUT in `output_format` (and this shard), with its checks done.
 
     An HDF5 output at an fsspec URL is written locally and uploaded when complete (see `finish_sink`).
+    `record` (`run_record`) is written into the output and checked against what it resumes; Parquet
+    adds `chunk_lines` to it, as that decides which part holds each unit.
     """
     from .parquet import ParquetSink
 
@@ -316,7 +625,9 @@ def open_sink(
         raise DumpError(f"--chunk-lines must be >= 1, got {chunk_lines}")
     k, n = plan.shard
     if output_format == "parquet":
-        return ParquetSink(str(output_path), layers, chunk_lines, plan.unit_shard, plan.mine, resume, overwrite)
+        return ParquetSink(str(output_path), layers, chunk_lines, plan.unit_shard, plan.mine, resume, overwrite,
+                           record=None if record is None else {**record, "chunk_lines": chunk_lines},
+                           run_shard=plan.shard)
     target = str(output_path)
     if is_url(target):
         if resume:
@@ -329,7 +640,7 @@ def open_sink(
         final = shard_path(final, k, n)
     if not final.parent.is_dir():
         raise DumpError(f"{final.parent}: no such directory for the output; create it first")
-    sink = Hdf5Sink(final, layers, (k, n), sentence_index, resume, overwrite)
+    sink = Hdf5Sink(final, layers, (k, n), sentence_index, resume, overwrite, record)
     if is_url(target):
         sink.remote = f"{target}.shard-{k}-of-{n}" if n > 1 else target
     return sink
@@ -347,6 +658,32 @@ def finish_sink(sink) -> Union[Path, str]:
         shutil.rmtree(result.parent, ignore_errors=True)
         return remote
     return result
+
+
+def check_hdf5_output(output: PathLike) -> None:
+    """Refuse a local HDF5 OUTPUT that cannot be written, before any work: a missing directory, or a
+    directory itself (the dump is one file; only found at the commit, it cost the whole run)."""
+    path = Path(str(output)[len("file://"):] if str(output).startswith("file://") else output)
+    if not path.parent.is_dir():
+        raise DumpError(f"{path.parent}: no such directory for the output; create it first")
+    if path.is_dir():
+        raise DumpError(f"{path}: is a directory; the HDF5 output is a file (--format parquet writes a directory)")
+
+
+def stopped_note(output_path: PathLike, output_format: str = "hdf5", shard: Tuple[int, int] = (0, 1)) -> str:
+    """What a stopped run (an interrupt, a full disk) left for `--resume`, as one sentence for the command line."""
+    if output_format == "parquet":
+        return f"the finished parts in {output_path} are kept; rerun with --resume to skip them"
+    target = str(output_path)
+    if is_url(target):
+        return "a remote output is uploaded only when complete; rerun to start again"
+    final = Path(target[len("file://"):] if target.startswith("file://") else target)
+    if shard[1] > 1:
+        final = shard_path(final, *shard)
+    work = partial_path(final)
+    if work.is_file():
+        return f"{work} is kept; rerun with --resume to continue it"
+    return "nothing was written"
 
 
 # -- the local engine -----------------------------------------------------------------------------
@@ -389,11 +726,11 @@ def embed_file(
     plan = plan_inputs(input_path, input_format, shard, encoding_errors, lang, pipeline)
     output = str(output_path)
     if output_format == "hdf5" and not is_url(output):
-        parent = Path(output).parent  # checked before reading the input, as bad output costs nothing to find
-        if not parent.is_dir():
-            raise DumpError(f"{parent}: no such directory for the output; create it first")
+        check_hdf5_output(output)  # before reading the input, as bad output costs nothing to find
     plan.check()
-    sink = open_sink(output_path, output_format, plan, layers, chunk_lines, sentence_index, resume, overwrite)
+    record = run_record(model_fingerprint(model), layers, layer_weights, precision, plan)
+    sink = open_sink(output_path, output_format, plan, layers, chunk_lines, sentence_index, resume, overwrite,
+                     record)
     try:
         run_local(model, plan.units(), plan.files, sink, layers, layer_weights, chunk_lines, batch_tokens,
                   batch_size, precision, on_progress)
@@ -486,7 +823,8 @@ class _DatasetWriter:
 
 
 def join_shards(
-    output_path: PathLike, n_shards: int, input_path: Optional[PathLike] = None, encoding_errors: str = "strict"
+    output_path: PathLike, n_shards: int, input_path: Optional[PathLike] = None, encoding_errors: str = "strict",
+    overwrite: bool = False,
 ) -> Path:
     """OUTPUT with one virtual dataset per key, pointing into the shard files.
 
@@ -494,21 +832,87 @@ def join_shards(
     shards going to its last key in input order, as in a single run (the same
     map that rereading the input gives; `input_path`, a single text file,
     rebuilds it that way instead). Shards written without a map give none.
-    """
-    import h5py
 
+    The shards must be one run's: their recorded settings (`run_record`) and the shape of their
+    arrays must agree, else the join is refused naming what differs. An existing OUTPUT, or an
+    interrupted run's OUTPUT.partial, is replaced only with `overwrite`, as `embed` does.
+    """
     output = Path(output_path)
+    if output.is_dir():
+        raise DumpError(f"{output}: is a directory; the joined output is a file")
     shards = [shard_path(output, k, n_shards) for k in range(n_shards)]
     missing = [str(s) for s in shards if not s.is_file()]
     if missing:
         raise DumpError(f"cannot join: shard file(s) missing or unfinished: {missing}")
-    mapping: Optional[Dict[str, str]] = {}
     work = partial_path(output)
+    if not overwrite:
+        if output.exists():
+            raise DumpError(f"{output} exists; pass --overwrite to replace it")
+        if work.exists():
+            raise DumpError(f"{work} holds an interrupted run; pass --overwrite to replace it with the joined file "
+                            "(or finish that run with --resume first)")
+    if work.is_dir():
+        raise DumpError(f"{work}: is a directory; the joined output is a file")
+    record = _check_shards(shards)
+    lock = OutputLock(lock_path(output), output)
+    try:
+        _write_join(output, work, shards, n_shards, record, input_path, encoding_errors)
+        commit(work, output)
+    except BaseException:
+        if work.exists():
+            work.unlink()  # a join is redone in moments: nothing of it is worth resuming
+        raise
+    finally:
+        lock.release()
+    return output
+
+
+def _check_shards(shards: Sequence[Path]) -> Record:
+    """The record the shards share (empty where none records one), after checking that they are one
+    run's: complete, recorded with the same settings, and holding arrays of one kind (rank, layers, width)."""
+    import h5py
+
+    record: Record = {}
+    first: Optional[Path] = None
+    kind: Optional[Tuple[int, ...]] = None
+    for path in shards:
+        try:
+            shard = h5py.File(path, "r")
+        except OSError as err:
+            raise DumpError(f"cannot join: {path} is not a readable HDF5 file ({err})") from None
+        with shard:
+            if shard.attrs.get("status") != "complete":
+                raise DumpError(f"{path}: shard is not complete")
+            recorded = read_record(shard.attrs)
+            difference = None
+            if first is not None:
+                difference = record_difference(record, recorded, f"in {first.name}", f"in {path.name}")
+            if difference is not None:
+                raise DumpError(f"cannot join: the shards were written with different settings: {difference}. "
+                                "Embed every shard with the same settings.")
+            key = next((k for k in shard.keys() if is_unit_key(k)), None)
+            if key is not None:
+                shape = shard[key].shape
+                this = (len(shape), shape[0] if len(shape) == 3 else 0, shape[-1])
+                if kind is not None and this != kind:
+                    raise DumpError(f"cannot join: {path} holds arrays of another shape than the shards before it "
+                                    f"(rank {this[0]}, width {this[2]}; they hold rank {kind[0]}, width {kind[2]}): "
+                                    "embed every shard with the same --weights and --layers")
+                kind = this
+            record = {**recorded, **record} if first is not None else dict(recorded)
+            first = first or path
+    return record
+
+
+def _write_join(output: Path, work: Path, shards: Sequence[Path], n_shards: int, record: Record,
+                input_path: Optional[PathLike], encoding_errors: str) -> None:
+    """Write the joined file to `work`: virtual datasets, the merged `sentence_to_index`, the shards' record."""
+    import h5py
+
+    mapping: Optional[Dict[str, str]] = {}
     with h5py.File(work, "w") as out:
         for path in shards:
             with h5py.File(path, "r") as shard:
-                if shard.attrs.get("status") != "complete":
-                    raise DumpError(f"{path}: shard is not complete")
                 if "sentence_to_index" in shard and mapping is not None:
                     for text, key in json.loads(shard["sentence_to_index"][0]).items():
                         if text not in mapping or key_order(key) > key_order(mapping[text]):
@@ -532,8 +936,8 @@ def join_shards(
         out.attrs["sentence_index"] = mapping is not None
         out.attrs["status"] = "complete"
         out.attrs["shards"] = n_shards
-    commit(work, output)
-    return output
+        if record:
+            out.attrs[RECORD_ATTR] = json.dumps({**record, "layers": str(out.attrs["layers"])}, sort_keys=True)
 
 
 def read_dump(path: PathLike) -> Tuple[dict, "h5py.File"]:
@@ -558,5 +962,6 @@ __all__ = [
     "embed_file", "join_shards", "combine_layers", "read_dump", "DumpError", "LAYER_MODES", "OUTPUT_FORMATS",
     "DEPRECATED_LAYER_MODES", "check_layers", "layer_settings", "recorded_layer_mode",
     "shard_path", "partial_path", "read_lines", "check_text", "plan_inputs", "InputPlan", "Hdf5Sink", "open_sink",
-    "finish_sink", "run_local",
+    "finish_sink", "run_local", "DumpWarning", "OutputLock", "model_fingerprint", "run_record", "read_record",
+    "check_record", "record_difference", "check_hdf5_output", "stopped_note",
 ]

@@ -8,6 +8,14 @@ name and renamed when complete, so a file with a final name is always
 complete, and a rerun with `resume` skips it. Shards of one input file
 (`--shard K/N`) add `-shard-K-of-N` to their parts' names.
 
+Each part's schema metadata records the run's settings (`spacy_elmo.run`:
+`dump.run_record` plus `chunk_lines`); `resume` refuses a directory whose
+parts were written with other settings (another chunking would put units
+in other parts, and duplicate them), and `overwrite` removes every part and
+stale temporary file of the run's share (all of them, unsharded), so no
+part of an earlier run is left to be read as this one's. A local run holds
+a lock file in the directory (one per shard) while it writes.
+
 Columns: `key` (the HDF5 dataset name of the same unit), `file` (its input
 path), `number` (its number in that file), `doc` and `start` (for `.spacy`
 input: its doc and first token there; otherwise `number` and 0), `text`,
@@ -16,21 +24,25 @@ input: its doc and first token there; otherwise `number` and 0), `text`,
 lists have a fixed size (width). Arrow, Ray Data, pandas, DuckDB and Spark
 read the directory as one table; `read_parts` gives numpy arrays back.
 """
+import json
 import os
 import re
 from pathlib import Path
-from typing import TYPE_CHECKING, Iterator, List, Optional, Sequence, Set, Tuple
+from typing import TYPE_CHECKING, Any, Dict, Iterator, List, Optional, Sequence, Set, Tuple
 
 import numpy
 
+from ..faults import fault_point
 from ..io.atomic import commit
-from .dump import recorded_layer_mode
+from .dump import OutputLock, check_record, recorded_layer_mode
 from .inputs import DumpError, Unit, is_url, local_path
 
 if TYPE_CHECKING:
     import pyarrow
 
 _PART = re.compile(r"^part-(\d+)-(\d+)(-shard-\d+-of-\d+)?\.parquet$")
+_TEMPORARY = re.compile(r"^\.(part-.*\.parquet)\.\d+\.tmp$")  # `PartStore.write`'s name for a part being written
+RUN_KEY = b"spacy_elmo.run"  # the schema metadata holding a part's run record (JSON)
 
 
 def part_name(file: int, chunk: int, shard: Tuple[int, int] = (0, 1)) -> str:
@@ -68,9 +80,11 @@ def vectors_array(arrays: Sequence[numpy.ndarray]) -> "pyarrow.Array":
     return pa.ListArray.from_arrays(pa.array(outer, type=pa.int32()), column)
 
 
-def rows_table(rows: Sequence[Tuple[str, str, Unit, numpy.ndarray]], layers: str) -> "pyarrow.Table":
+def rows_table(rows: Sequence[Tuple[str, str, Unit, numpy.ndarray]], layers: str,
+               record: Optional[Dict[str, Any]] = None) -> "pyarrow.Table":
     """An Arrow table of (key, input path, unit, vectors) rows, with the `layers` mode in its metadata
-    (`spacy_elmo.layers`; read it with `dump.recorded_layer_mode`, which also reads the old "mix")."""
+    (`spacy_elmo.layers`; read it with `dump.recorded_layer_mode`, which also reads the old "mix"),
+    and the run's `record` (`spacy_elmo.run`, JSON), which a resumed run checks its settings against."""
     pa = _pyarrow()
     table = pa.table({
         "key": pa.array([key for key, _, _, _ in rows], type=pa.string()),
@@ -82,7 +96,10 @@ def rows_table(rows: Sequence[Tuple[str, str, Unit, numpy.ndarray]], layers: str
         "tokens": pa.array([list(u.tokens) for _, _, u, _ in rows], type=pa.list_(pa.string())),
         "elmo": vectors_array([array for _, _, _, array in rows]),
     })
-    return table.replace_schema_metadata({"spacy_elmo.layers": recorded_layer_mode(layers)})
+    metadata = {"spacy_elmo.layers": recorded_layer_mode(layers)}
+    if record is not None:
+        metadata["spacy_elmo.run"] = json.dumps(record, sort_keys=True)
+    return table.replace_schema_metadata(metadata)
 
 
 class PartStore:
@@ -118,6 +135,35 @@ class PartStore:
             found = os.listdir(self.root) if os.path.isdir(self.root) else []
         return {name for name in found if _PART.match(name)}
 
+    def temporaries(self) -> Set[str]:
+        """The hidden temporary files of parts being written (or left by a run that was killed)."""
+        if self.fs is not None:
+            found = [os.path.basename(p.rstrip("/")) for p in self.fs.ls(self.root, detail=False)] \
+                if self.fs.exists(self.root) else []
+        else:
+            found = os.listdir(self.root) if os.path.isdir(self.root) else []
+        return {name for name in found if _TEMPORARY.match(name)}
+
+    def read_record(self, name: str) -> Optional[Dict[str, Any]]:
+        """The run record in a part's schema metadata; None for a part without one (an earlier
+        version's) or that cannot be read as Parquet."""
+        pq = _pyarrow().parquet
+        where = f"{self.root}/{name}"
+        try:
+            if self.fs is not None:
+                with self.fs.open(where, "rb") as handle:
+                    metadata = pq.read_schema(handle).metadata
+            else:
+                metadata = pq.read_schema(where).metadata
+            loaded = json.loads(metadata[RUN_KEY]) if metadata and RUN_KEY in metadata else None
+        except Exception:  # not Parquet, or an unreadable record: nothing to check against
+            return None
+        if isinstance(loaded, dict):
+            if metadata and b"spacy_elmo.layers" in metadata:
+                loaded["layers"] = metadata[b"spacy_elmo.layers"].decode("utf-8")
+            return loaded
+        return None
+
     def remove(self, names: Sequence[str]) -> None:
         for name in names:
             if self.fs is not None:
@@ -143,29 +189,81 @@ class PartStore:
                 os.unlink(path)
 
 
+def _temporary_part(name: str) -> str:
+    """The part a temporary file (`PartStore.write`'s hidden name) was becoming; "" for another file."""
+    match = _TEMPORARY.match(name)
+    return match.group(1) if match is not None else ""
+
+
 class ParquetSink:
-    """`embed`'s Parquet output: rows buffered per part, each part committed when complete."""
+    """`embed`'s Parquet output: rows buffered per part, each part committed when complete.
+
+    `shard`: the unit share (k, n) of a single input file (its parts' name suffix); `files`: the
+    input positions this run reads; `run_shard`: the run's `--shard K/N` (several input files are
+    shared out whole, without suffix). `record`: `dump.run_record` plus `chunk_lines`, written into
+    every part and checked against the parts a resumed run keeps.
+    """
 
     def __init__(self, output: str, layers: str, chunk_lines: int, shard: Tuple[int, int], files: Sequence[int],
-                 resume: bool, overwrite: bool) -> None:
+                 resume: bool, overwrite: bool, record: Optional[Dict[str, Any]] = None,
+                 run_shard: Tuple[int, int] = (0, 1)) -> None:
         self.store = PartStore(output)
         self.layers = layers
         self.chunk_lines = chunk_lines
         self.shard = shard
+        self.run_shard = run_shard
+        self.record = record
         self.store.prepare()
-        mine = {name for name in self.store.names() if self._mine(name, set(files))}
-        if mine and not (resume or overwrite):
-            raise DumpError(f"{output} holds {len(mine)} part(s) of an earlier run; pass --resume to skip the "
-                            "finished parts or --overwrite to start again")
-        if overwrite and not resume:
-            self.store.remove(sorted(mine))
-            mine = set()
-        self.done = mine
+        self.lock: Optional[OutputLock] = None
+        if self.store.fs is None:
+            k, n = run_shard
+            name = f".spacy_elmo.shard-{k}-of-{n}.lock" if n > 1 else ".spacy_elmo.lock"
+            self.lock = OutputLock(Path(self.store.root) / name, output)
+        try:
+            self.done = self._start(output, set(files), resume, overwrite)
+        except BaseException:
+            self._release()
+            raise
         self.rows: List[Tuple[str, str, Unit, numpy.ndarray]] = []
         self.current: Optional[str] = None
         self.parts_written = 0
 
+    def _start(self, output: str, files: Set[int], resume: bool, overwrite: bool) -> Set[str]:
+        """The finished parts this run keeps, after the checks (and, with `overwrite`, the removals)."""
+        ours = sorted(name for name in self.store.names() if self._ours(name))
+        if ours and not (resume or overwrite):
+            raise DumpError(f"{output} holds {len(ours)} part(s) of an earlier run; pass --resume to skip the "
+                            "finished parts or --overwrite to start again")
+        stale = sorted(name for name in self.store.temporaries() if self._ours(_temporary_part(name)))
+        if overwrite and not resume:
+            self.store.remove(ours + (stale if self.lock is not None else []))
+            return set()
+        for name in ours:  # every part kept was checked against its run's record when written: one tells
+            recorded = self.store.read_record(name)
+            if recorded is not None:
+                check_record(recorded, self.record, f"{output}/{name}",
+                             "Resume with the settings it was written with, or pass --overwrite (without --resume) "
+                             "to start again.")
+                break
+        if self.lock is not None:
+            self.store.remove(stale)  # left by a killed run; no live run of this share writes here (the lock)
+        return {name for name in ours if self._mine(name, files)}
+
+    def _ours(self, name: str) -> bool:
+        """Whether a part belongs to this run's share of the directory: every part, unsharded; else the
+        parts with this shard's suffix (one input file), or of the input positions % N == K (several)."""
+        match = _PART.match(name)
+        if match is None:
+            return False
+        k, n = self.run_shard
+        if n == 1:
+            return True
+        if self.shard[1] > 1:
+            return match.group(3) == f"-shard-{self.shard[0]}-of-{self.shard[1]}"
+        return match.group(3) is None and int(match.group(1)) % n == k
+
     def _mine(self, name: str, files: Set[int]) -> bool:
+        """Whether a part is one this run would write (so a resumed run skips its units)."""
         match = _PART.match(name)
         assert match is not None
         suffix = f"-shard-{self.shard[0]}-of-{self.shard[1]}" if self.shard[1] > 1 else None
@@ -186,18 +284,27 @@ class ParquetSink:
             return
         assert self.current is not None
         self.rows.sort(key=lambda row: row[2].number)
-        self.store.write(self.current, rows_table(self.rows, self.layers))
+        self.store.write(self.current, rows_table(self.rows, self.layers, self.record))
         self.done.add(self.current)
         self.rows = []
         self.parts_written += 1
+        fault_point("embed.chunk")  # a part is committed: where the tests stop a run, as for HDF5's chunks
 
     def finish(self) -> str:
-        self.end_chunk()
+        try:
+            self.end_chunk()
+        finally:
+            self._release()
         return self.store.output
 
     def close(self) -> None:
-        """Drop the rows of an unfinished part (an error stopped the run; finished parts stay)."""
+        """Drop the rows of an unfinished part (an error stopped the run; finished parts stay); release the lock."""
         self.rows = []
+        self._release()
+
+    def _release(self) -> None:
+        if self.lock is not None:
+            self.lock.release()
 
 
 def read_parts(output: str) -> Iterator[Tuple[str, numpy.ndarray]]:

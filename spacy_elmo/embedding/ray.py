@@ -12,12 +12,19 @@ or Parquet parts).
 A sentence's vectors do not depend on its batch, so the file written equals
 a local `embed` bit for bit (same machine kind and backend). Resume works as
 locally: units already in OUTPUT.partial, or parts already finished, are
-read but not embedded again.
+read but not embedded again. Local input files are read once on the
+driver before the output is opened, as the local engine does; remote ones
+(URLs) only the workers read, so a bad one stops the run when one reads
+it: the worker hands the error to the driver as a row, which raises it as
+the local engine would (one message, no Ray traceback), and the run
+removes a .partial it created and wrote no unit into (nothing to resume;
+the corrected rerun needs no --overwrite).
 
 `embed_dataset` is the same embedding step for a Ray Dataset a user already
 has. Ray is optional: this module imports it when called, and says how to
 install it (`pip install "spacy-elmo[ray]"`) when it is missing.
 """
+import dataclasses
 import functools
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -37,10 +44,12 @@ from .dump import (
     combine_layers,
     finish_sink,
     layer_settings,
+    model_fingerprint,
     open_sink,
     plan_inputs,
+    run_record,
 )
-from .inputs import DumpError, Unit, make_tokenizer
+from .inputs import DumpError, Unit, is_url, make_tokenizer
 from .parquet import part_for
 
 if TYPE_CHECKING:
@@ -235,26 +244,38 @@ class _Skip:
 
 def _read_file(batch: Dict[str, numpy.ndarray], plan: InputPlan, skip: _Skip,
                chunk_lines: int) -> Iterator[Dict[str, list]]:
-    """The rows of the input files in `batch` (one), `chunk_lines` at a time."""
+    """The rows of the input files in `batch` (one), `chunk_lines` at a time.
+
+    Bad input (a DumpError: a line that is not UTF-8, a JSONL line without tokens, ...) ends the
+    file's rows with one row carrying the message in `error`, which the driver raises (`_drain`):
+    raised here, it would be a failed Ray task, which Ray Data logs with a long traceback of its own
+    code and a retry advice that does not apply to a bad file.
+    """
     for i in batch["file"]:
         rows: Dict[str, list] = {name: [] for name in _COLUMNS}
-        for key, unit in plan.file_units(int(i)):
-            if skip.part_of is not None and skip.part_of(unit) in skip.parts:
-                continue
-            todo = key not in skip.keys
-            if not (todo or skip.keep_known):
-                continue
-            for name, value in zip(_COLUMNS, (key, unit.file, unit.number, unit.doc, unit.start, unit.text,
-                                              unit.tokens, todo)):
+        try:
+            for key, unit in plan.file_units(int(i)):
+                if skip.part_of is not None and skip.part_of(unit) in skip.parts:
+                    continue
+                todo = key not in skip.keys
+                if not (todo or skip.keep_known):
+                    continue
+                for name, value in zip(_COLUMNS, (key, unit.file, unit.number, unit.doc, unit.start, unit.text,
+                                                  unit.tokens, todo, "")):
+                    rows[name].append(value)
+                if len(rows["key"]) >= chunk_lines:
+                    yield rows
+                    rows = {name: [] for name in _COLUMNS}
+        except DumpError as err:
+            for name, value in zip(_COLUMNS, ("", int(i), -1, -1, -1, "", [], False, str(err) or repr(err))):
                 rows[name].append(value)
-            if len(rows["key"]) >= chunk_lines:
-                yield rows
-                rows = {name: [] for name in _COLUMNS}
+            yield rows
+            return
         if rows["key"]:
             yield rows
 
 
-_COLUMNS = ("key", "file", "number", "doc", "start", "text", "tokens", "todo")
+_COLUMNS = ("key", "file", "number", "doc", "start", "text", "tokens", "todo", "error")
 
 
 def connect(address: Optional[str], num_cpus: int) -> bool:
@@ -312,8 +333,10 @@ def embed_files(
     if workers < 1 or cpus_per_worker < 1:
         raise DumpError(f"--workers and --cpus-per-worker must be >= 1, got {workers} and {cpus_per_worker}")
     plan = plan_inputs(inputs, input_format, (0, 1), encoding_errors, lang, pipeline)
-    _check_model(weights, layers, layer_weights)
-    sink = open_sink(output_path, output_format, plan, layers, chunk_lines, sentence_index, resume, overwrite)
+    _check_local_inputs(plan)
+    record = run_record(_check_model(weights, layers, layer_weights), layers, layer_weights, precision, plan)
+    sink = open_sink(output_path, output_format, plan, layers, chunk_lines, sentence_index, resume, overwrite,
+                     record)
     skip = _Skip()
     if output_format == "parquet":
         part_of = functools.partial(part_for, chunk_lines=chunk_lines, shard=plan.unit_shard)
@@ -338,10 +361,12 @@ def embed_files(
             ds = _embed_step(ds, settings, workers, cpus_per_worker, gpus, chunk_lines, "tokens", "elmo", "todo")
             _drain(ds, plan, sink, chunk_lines, on_progress)
     except BaseException as err:
-        sink.close()
+        sink.close()  # a .partial this run created and wrote nothing into goes, so the corrected rerun is plain
         cause = _cause(err)
-        if cause is not None and cause is not err:
-            raise DumpError(str(cause)) from None
+        if isinstance(cause, DumpError):
+            message = cause_message(cause)
+            kept = _kept(sink)
+            raise DumpError(f"{message} ({kept})" if kept else message) from None
         raise
     finally:
         context.execution_options.preserve_order, context.enable_progress_bars = saved
@@ -350,9 +375,36 @@ def embed_files(
     return finish_sink(sink)
 
 
-def _check_model(weights: Optional[str], layers: str, layer_weights: Weights) -> None:
+# what Ray Data appends to the message of an exception that a task raised
+_RAY_SUFFIX = "\nFailed to "
+
+
+def _check_local_inputs(plan: InputPlan) -> None:
+    """Read the local input files once on the driver, as the local engine does, so that a bad one fails
+    before the output is opened or Ray started; remote ones (URLs) only the workers read (`_read_file`)."""
+    dataclasses.replace(plan, mine=[i for i in plan.mine if not is_url(plan.files[i])]).check()
+
+
+def _kept(sink) -> str:
+    """What a run stopped by bad input kept for --resume (units written before the bad one), or ""."""
+    work = getattr(sink, "work", None)
+    if work is not None:
+        return f"{work} keeps the units embedded before it: add --resume to the rerun" if work.exists() else ""
+    if getattr(sink, "parts_written", 0):
+        return "the parts finished before it are kept: add --resume to the rerun to skip them"
+    return ""
+
+
+def cause_message(cause: BaseException) -> str:
+    """A DumpError's own message, without the retry advice Ray Data appends to a task's exception
+    ("Failed to apply UDF transform after 1/1 attempts ...", which is no advice for bad input)."""
+    return str(cause).split(_RAY_SUFFIX, 1)[0]
+
+
+def _check_model(weights: Optional[str], layers: str, layer_weights: Weights) -> str:
     """Load the model once on the driver: bad `weights` or layer weights fail here, with the local engine's
-    message, before Ray starts (and a download lands in this node's cache before the workers ask)."""
+    message, before Ray starts (and a download lands in this node's cache before the workers ask).
+    Returns the model's fingerprint (`dump.model_fingerprint`), which the output records."""
     from ..io import WeightsError
     from ..layers.loaders import read_weights
 
@@ -361,7 +413,7 @@ def _check_model(weights: Optional[str], layers: str, layer_weights: Weights) ->
     except WeightsError as err:
         raise DumpError(str(err)) from None
     check_layers(layers, layer_weights, model.n_layers, model.width)
-    del model
+    return model_fingerprint(model)
 
 
 def _from_items(ray, items: List[dict]) -> "ray.data.Dataset":
@@ -378,6 +430,8 @@ def _drain(ds: "ray.data.Dataset", plan: InputPlan, sink, chunk_lines: int, on_p
     for batch in ds.iter_batches(batch_size=None, batch_format="numpy"):
         n_tokens = n_units = 0
         for row in range(len(batch["key"])):
+            if batch["error"][row]:  # bad input, found by the worker that read it (`_read_file`)
+                raise DumpError(str(batch["error"][row]))
             key = str(batch["key"][row])
             tokens = [str(t) for t in batch["tokens"][row]]
             unit = Unit(int(batch["file"][row]), int(batch["number"][row]), tokens, str(batch["text"][row]),
