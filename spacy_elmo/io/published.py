@@ -26,6 +26,7 @@ from ..bilm.vocab import Vocabulary
 from .atomic import atomic_path
 from .errors import WeightsError
 from .gate_order import INTERNAL_TO_TF, TF_TO_INTERNAL, permute_gates
+from .layouts import check_can_write
 from .options import config_from_options, config_to_options
 
 PathLike = Union[str, Path]
@@ -197,8 +198,6 @@ def export_published(model: BiLM, directory: PathLike, vocab_name: str = "vocab.
         options = config_to_options(config)  # before anything is written: some models have no published form
     except OptionsError as err:
         raise WeightsError(str(err)) from None
-    from .layouts import check_can_write  # layouts reads the other formats' file names
-
     directory = Path(directory)
     check_can_write(directory, "published")
     directory.mkdir(parents=True, exist_ok=True)
