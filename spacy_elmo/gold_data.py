@@ -87,11 +87,20 @@ def conllu_rows(path: PathLike, limit: int = 0) -> List[List[List[str]]]:
     return conllu_rows_of_text(_read_text(path), limit)
 
 
+def _lines(text: str) -> List[str]:
+    """A CoNLL-U file's lines: split at "\n" only (a form may hold U+2028 or a form feed, which
+    `str.splitlines` would also split at), without a "\r" before it."""
+    lines = text.split("\n")
+    if lines and lines[-1] == "":
+        lines.pop()  # the final newline ends the last line; it starts none
+    return [line[:-1] if line.endswith("\r") else line for line in lines]
+
+
 def conllu_rows_of_text(text: str, limit: int = 0) -> List[List[List[str]]]:
     """`conllu_rows` of a CoNLL-U file's text (for callers that read the file themselves)."""
     sentences: List[List[List[str]]] = []
     rows: List[List[str]] = []
-    for line in text.splitlines() + [""]:
+    for line in _lines(text) + [""]:
         if not line.strip():
             if rows:
                 sentences.append(rows)
@@ -127,7 +136,7 @@ def check_conllu(text: str, path: PathLike, check_heads: bool = True) -> None:
     take only the word forms (embedding) pass check_heads=False: unparsed text has "_" heads."""
     heads: List[Tuple[int, int]] = []  # (line number, head) of the sentence's words
     words = 0
-    lines = text.splitlines()
+    lines = _lines(text)
     for number, line in enumerate(lines + [""], 1):
         if not line.strip():
             for at, head in heads:

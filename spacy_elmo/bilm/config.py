@@ -3,8 +3,12 @@
 Invalid combinations raise `OptionsError` listing every problem; the
 published `options.json` form is a weight-format concern (`io/options.py`).
 """
+import math
+import numbers
 from dataclasses import asdict, dataclass
 from typing import Any, Dict, Optional, Tuple
+
+import numpy
 
 
 class OptionsError(ValueError):
@@ -88,13 +92,17 @@ class BiLMConfig:
             raise OptionsError("Invalid biLM configuration: " + "; ".join(problems))
 
     def _normalise_types(self) -> list:
-        """Integers as int (an integral float such as 512.0 is accepted), flags as bool, clips as None or a
-        positive float, filters as (int, int) pairs; the problems found, or []. Values come from JSON and
-        config files, so a string or a list where a number belongs must be an error, not a crash later."""
+        """Integers as int (an integral float such as 512.0, or a numpy integer, is accepted), flags as
+        bool, clips as None or a float >= 0 (0, like None, clips nothing), filters as (int, int) pairs;
+        the problems found, or []. Values come from JSON and config files, so a string or a list
+        where a number belongs must be an error, not a crash later."""
         problems = []
 
+        def number(value: Any) -> bool:
+            return isinstance(value, numbers.Real) and not isinstance(value, (bool, numpy.bool_))
+
         def integer(value: Any) -> Optional[int]:
-            if isinstance(value, bool) or not isinstance(value, (int, float)) or int(value) != value:
+            if not number(value) or not math.isfinite(value) or int(value) != value:
                 return None
             return int(value)
 
@@ -106,20 +114,22 @@ class BiLMConfig:
                 object.__setattr__(self, name, value)
         for name in _BOOL_FIELDS:
             value = getattr(self, name)
-            if type(value) is int and value in (0, 1):  # JSON writers that spell flags 0 / 1
-                object.__setattr__(self, name, bool(value))
-            elif not isinstance(value, bool):
+            if isinstance(value, (bool, numpy.bool_)) or (integer(value) in (0, 1) and value in (0, 1)):
+                object.__setattr__(self, name, bool(value))  # JSON writers that spell flags 0 / 1 too
+            else:
                 problems.append(f"{name} must be true or false, got {value!r}")
         for name in ("cell_clip", "proj_clip"):
             value = getattr(self, name)
             if value is None:
                 continue
-            if isinstance(value, bool) or not isinstance(value, (int, float)) or not 0 < value < float("inf"):
-                problems.append(f"{name} must be a positive number or null (no clipping), got {value!r}")
+            if not number(value) or not 0 <= value < float("inf"):
+                problems.append(f"{name} must be a number >= 0 or null (0 and null: no clipping), got {value!r}")
             else:
                 object.__setattr__(self, name, float(value))
-        if isinstance(self.dropout, bool) or not isinstance(self.dropout, (int, float)):
+        if not number(self.dropout) or not math.isfinite(self.dropout):
             problems.append(f"dropout must be a number, got {self.dropout!r}")
+        elif isinstance(self.dropout, numpy.generic):  # a numpy scalar: as JSON writes it
+            object.__setattr__(self, "dropout", float(self.dropout))
         for name in ("activation", "characters"):
             if not isinstance(getattr(self, name), str):
                 problems.append(f"{name} must be a string, got {getattr(self, name)!r}")
@@ -180,6 +190,8 @@ class BiLMConfig:
         try:
             return cls(**data)
         except TypeError as err:  # a missing or unexpected argument
+            raise OptionsError(f"{source}: {err}") from None
+        except OptionsError as err:  # invalid values: name the file they came from
             raise OptionsError(f"{source}: {err}") from None
 
 

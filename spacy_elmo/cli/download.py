@@ -31,8 +31,8 @@ def download_cli(
     check it; one whose files were damaged since is reported, and --force
     fetches it anew.
     """
-    from ..io import WeightsError, load_model
-    from ..io.sources import parse_source, resolve_source
+    from ..io import DamagedFileError, WeightsError, load_model
+    from ..io.sources import cached_path, parse_source, resolve_source
     from ..resources import default_model_path
 
     if model_source(source) is None:  # "embedded": the name every command takes; it ships with the package
@@ -47,15 +47,19 @@ def download_cli(
         return
     try:
         kind = parse_source(source).kind
+        was_cached = not force and cached_path(source, cache=cache_dir) is not None
         path = resolve_source(source, cache=cache_dir, progress=not quiet, refresh=force)
     except WeightsError as err:
         fail(str(err))
-    try:
-        load_model(path, with_softmax=False)  # a fresh copy was checked; an old one may have been damaged since
-    except WeightsError as err:
-        if kind == "directory":
+    if was_cached or kind == "directory":  # a fresh copy was loaded before it entered the cache
+        try:
+            load_model(path, with_softmax=False)
+        except DamagedFileError as err:
+            if kind == "directory":
+                fail(str(err))
+            fail(f"{err}\nThe cached copy in {path} is damaged: `download \"{source}\" --force` fetches it again")
+        except WeightsError as err:
             fail(str(err))
-        fail(f"{err}\nThe cached copy in {path} is damaged: `download \"{source}\" --force` fetches it again")
     if quiet:
         print(path)
     elif kind == "directory":

@@ -265,12 +265,12 @@ def model_fingerprint(model: BiLM) -> str:
     for name, tensor in sorted(model.state_dict().items()):
         flat = tensor.detach().to("cpu").contiguous().reshape(-1)
         digest.update(f"{name}:{flat.dtype}:{tuple(tensor.shape)}".encode("utf-8"))
-        digest.update(flat.view(torch.uint8).numpy().tobytes())
-    for vocab in (model.input_vocab, model.word_table_vocab):
+        digest.update(memoryview(flat.view(torch.uint8).numpy()))  # no copy of the tensor's bytes
+    if model.input_vocab is not None:
+        digest.update(json.dumps(list(model.input_vocab.words)).encode("utf-8"))
+    for vocab in (model.word_table_vocab, model.char_dictionary):  # every setting, not only the entries
         if vocab is not None:
-            digest.update(json.dumps(list(vocab.words)).encode("utf-8"))
-    if model.char_dictionary is not None:
-        digest.update(json.dumps(list(model.char_dictionary.chars)).encode("utf-8"))
+            digest.update(json.dumps(vocab.to_dict(), sort_keys=True, default=list).encode("utf-8"))
     return "sha256:" + digest.hexdigest()
 
 
@@ -427,7 +427,8 @@ class OutputLock:
                 if err.errno in (errno.EAGAIN, errno.EWOULDBLOCK, errno.EACCES):
                     raise DumpError(f"{target} is being written by another run (it holds {self.path}); let that run "
                                     "finish, or stop it, before starting this one") from None
-                return  # a file system without locks
+                self.path.unlink(missing_ok=True)  # a file system without locks: nothing to hold or leave
+                return
             try:
                 same = os.fstat(fd).st_ino == os.stat(self.path).st_ino
             except FileNotFoundError:
@@ -568,17 +569,19 @@ class Hdf5Sink:
         fault_point("embed.chunk")
 
     def finish(self) -> Path:
+        """Write the index and the "complete" status, commit FINAL.partial to FINAL, release the lock
+        (whatever fails: the .partial then stays for --resume, and the lock must not outlive the run)."""
         import h5py
 
-        with self.out as out:
-            if "sentence_to_index" in out:
-                del out["sentence_to_index"]
-            if self.mapping is not None:
-                out.create_dataset("sentence_to_index",
-                                   data=numpy.array([json.dumps(self.mapping)], dtype=h5py.string_dtype()))
-            out.attrs["sentence_index"] = self.mapping is not None
-            out.attrs["status"] = "complete"
         try:
+            with self.out as out:
+                if "sentence_to_index" in out:
+                    del out["sentence_to_index"]
+                if self.mapping is not None:
+                    out.create_dataset("sentence_to_index",
+                                       data=numpy.array([json.dumps(self.mapping)], dtype=h5py.string_dtype()))
+                out.attrs["sentence_index"] = self.mapping is not None
+                out.attrs["status"] = "complete"
             commit(self.work, self.final)
         finally:
             self.lock.release()

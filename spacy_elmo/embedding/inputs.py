@@ -25,6 +25,7 @@ opened through `open_input`, and a worker opens only the files it embeds.
 This module imports spaCy only to read `.spacy`, CoNLL-U or text to tokenize.
 """
 import functools
+import io
 import glob
 import json
 import os
@@ -165,7 +166,6 @@ def read_lines(path: str, encoding_errors: str = "strict") -> Iterator[Tuple[int
     (invalid bytes and NUL bytes become U+FFFD).
     """
     import gzip
-    import io
     import zlib
 
     if encoding_errors not in ENCODING_ERRORS:
@@ -176,12 +176,14 @@ def read_lines(path: str, encoding_errors: str = "strict") -> Iterator[Tuple[int
     errors = "surrogateescape" if strict else "replace"
     try:
         raw = open_input(str(path), "rb")
-        if hasattr(raw, "peek"):  # local files: look without consuming
-            compressed = raw.peek(2)[:2] == b"\x1f\x8b"
-        else:  # fsspec's files seek
-            compressed = raw.read(2) == b"\x1f\x8b"
-            raw.seek(0)
     except OSError as err:
+        raise DumpError(f"{path}: cannot read the file ({err.strerror or err})") from None
+    try:
+        if not hasattr(raw, "peek"):  # fsspec's files (a streamed HTTP one cannot seek back)
+            raw = io.BufferedReader(_Readable(raw))
+        compressed = raw.peek(2)[:2] == b"\x1f\x8b"  # look without consuming
+    except OSError as err:
+        raw.close()
         raise DumpError(f"{path}: cannot read the file ({err.strerror or err})") from None
     stream = gzip.GzipFile(fileobj=raw, mode="rb") if compressed else raw
     with io.TextIOWrapper(stream, encoding="utf-8-sig", errors=errors, newline="") as handle:
@@ -195,6 +197,25 @@ def read_lines(path: str, encoding_errors: str = "strict") -> Iterator[Tuple[int
         finally:
             if compressed:
                 raw.close()
+
+
+class _Readable(io.RawIOBase):
+    """A file object with only `read` (and `close`) as the raw stream a BufferedReader can peek into."""
+
+    def __init__(self, handle) -> None:
+        self.handle = handle
+
+    def readable(self) -> bool:
+        return True
+
+    def readinto(self, buffer) -> int:
+        data = self.handle.read(len(buffer))
+        buffer[: len(data)] = data
+        return len(data)
+
+    def close(self) -> None:
+        self.handle.close()
+        super().close()
 
 
 _NOT_TEXT = re.compile("[\udc80-\udcff\x00]")

@@ -9,7 +9,7 @@ from pathlib import Path
 from typing import List, Optional, Union
 
 from ..bilm.model import BiLM
-from .errors import WeightsError
+from .errors import DamagedFileError, WeightsError
 from .layouts import check_one_layout, layouts_in
 from .manylangs import is_manylangs, load_manylangs
 from .native import (
@@ -67,10 +67,10 @@ def load_model(path: Optional[PathLike] = None, with_softmax: bool = True) -> Na
     resolved = Path(resolve_source(path))  # an archive, URL or catalogue name becomes a cached directory
     try:
         return _load_directory(resolved, with_softmax)
-    except WeightsError as err:
+    except DamagedFileError as err:  # files changed since they were verified: a fresh copy fixes that
         if parse_source(path).kind == "directory":
             raise
-        raise WeightsError(f"{err} ({damaged_entry_hint(path)})") from None
+        raise DamagedFileError(f"{err} ({damaged_entry_hint(path, resolved)})") from None
 
 
 def _load_directory(path: Path, with_softmax: bool) -> NativeModel:
@@ -99,6 +99,7 @@ def load_bilm(path: Optional[PathLike] = None) -> BiLM:
 
 
 __all__ = [
+    "DamagedFileError",
     "WeightsError",
     "NativeModel",
     "load_bilm",

@@ -8,4 +8,10 @@ class WeightsError(ValueError):
     """
 
 
-__all__ = ["WeightsError"]
+class DamagedFileError(WeightsError):
+    """A file whose bytes are not those that were written: a checksum mismatch, a file cut short or
+    unreadable as its format, a listed file gone. A fresh copy fixes it (for a cached download:
+    `download --force`); a model this version refuses for its contents is a plain WeightsError."""
+
+
+__all__ = ["DamagedFileError", "WeightsError"]

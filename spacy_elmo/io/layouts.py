@@ -21,16 +21,18 @@ _MARKERS = {
     "ELMoForManyLangs": tuple(name for name in MANYLANGS_FILES if name != "config.json"),
 }
 # the names find_published_files looks for
-_PUBLISHED_PATTERNS = ("*options*.json", "*weights*.hdf5", "model.hdf5")
+_OPTIONS_PATTERN = "*options*.json"
+_WEIGHTS_PATTERNS = ("*weights*.hdf5", "model.hdf5")
 
 
 def layouts_in(directory: PathLike) -> Dict[str, List[str]]:
     """Layout name -> the files of it that `directory` holds (layouts with none are left out)."""
     directory = Path(directory)
     found = {layout: [name for name in names if (directory / name).is_file()] for layout, names in _MARKERS.items()}
-    found["published"] = sorted(
-        p.name for pattern in _PUBLISHED_PATTERNS for p in directory.glob(pattern) if p.is_file()
-    )
+    options = sorted(p.name for p in directory.glob(_OPTIONS_PATTERN) if p.is_file())
+    weights = sorted(p.name for pattern in _WEIGHTS_PATTERNS for p in directory.glob(pattern) if p.is_file())
+    # a published model is a pair: an options file alone (a tokenizer's) or an .hdf5 alone is not one
+    found["published"] = options + weights if options and weights else []
     return {layout: names for layout, names in found.items() if names}
 
 

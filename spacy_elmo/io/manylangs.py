@@ -36,7 +36,7 @@ from ..bilm.model import BiLM
 from ..bilm.token_encoder import CharCNNEncoder
 from ..bilm.char_ids import CharDictionary
 from ..bilm.vocab import WordTableVocabulary
-from .errors import WeightsError
+from .errors import DamagedFileError, WeightsError
 from .gate_order import permute_gates
 
 PathLike = Union[str, Path]
@@ -147,7 +147,7 @@ def read_state(path: PathLike) -> Dict[str, torch.Tensor]:
     """A torch state dict through the safe loader: tensors only, no code."""
     path = Path(path)
     if not path.is_file():
-        raise WeightsError(f"{path}: missing")
+        raise DamagedFileError(f"{path}: missing")
     try:
         state = torch.load(str(path), map_location="cpu", weights_only=True)
     except Exception as err:  # the safe unpickler raises UnpicklingError, RuntimeError, EOFError, ...

@@ -40,7 +40,7 @@ from ..bilm.model import BiLM
 from ..bilm.vocab import Vocabulary
 from .atomic import atomic_path
 from .checksum import sha256_file
-from .errors import WeightsError
+from .errors import DamagedFileError, WeightsError
 from .token_vocabularies import VOCABULARIES_FILE, load_token_vocabularies, save_token_vocabularies
 
 # how weights may be stored (they are always loaded into float32 modules)
@@ -216,7 +216,7 @@ def _unpack(data: bytes, source: str) -> List[Tuple[str, bytes]]:
         raise WeightsError(f"{source}: truncated ({len(view)} bytes, shorter than the format's header)")
     digest, body = bytes(view[len(BYTES_MAGIC) : start]), view[start:]
     if hashlib.sha256(body).digest() != digest:
-        raise WeightsError(
+        raise DamagedFileError(
             f"{source}: checksum mismatch: the bytes are truncated or corrupted (their sha256 differs from "
             "the one recorded when they were written)"
         )
@@ -292,7 +292,7 @@ def load_native(directory: PathLike, with_softmax: bool = True) -> NativeModel:
     if meta.get("vocab"):
         vocab_path = directory / VOCAB_FILE
         if not vocab_path.is_file():
-            raise WeightsError(f"{vocab_path}: missing (listed in {META_FILE})")
+            raise DamagedFileError(f"{vocab_path}: missing (listed in {META_FILE})")
         _verify(vocab_path, checksums.get(VOCAB_FILE))
         try:
             vocab = Vocabulary.from_file(vocab_path)
@@ -302,7 +302,7 @@ def load_native(directory: PathLike, with_softmax: bool = True) -> NativeModel:
     if meta.get("token_vocab"):
         path = directory / VOCABULARIES_FILE
         if not path.is_file():
-            raise WeightsError(f"{path}: missing (listed in {META_FILE})")
+            raise DamagedFileError(f"{path}: missing (listed in {META_FILE})")
         _verify(path, checksums.get(VOCABULARIES_FILE))
         try:
             words, chars = load_token_vocabularies(path)
@@ -344,11 +344,11 @@ def _load_state(module: torch.nn.Module, path: Path) -> None:
     from safetensors.torch import load_file
 
     if not path.is_file():
-        raise WeightsError(f"{path}: missing")
+        raise DamagedFileError(f"{path}: missing")
     try:
         state = load_file(str(path))
     except (SafetensorError, OSError, ValueError, RuntimeError) as err:
-        raise WeightsError(f"{path}: not a readable safetensors file ({err})") from None
+        raise DamagedFileError(f"{path}: not a readable safetensors file ({err})") from None
     expected = module.state_dict()
     missing = sorted(set(expected) - set(state))
     unexpected = sorted(set(state) - set(expected))
@@ -372,7 +372,7 @@ def _verify(path: Path, expected: Optional[str]) -> None:
     if expected is None or not path.is_file():
         return
     if sha256_file(path) != expected:
-        raise WeightsError(
+        raise DamagedFileError(
             f"{path}: checksum mismatch (sha256 differs from the one recorded in {META_FILE}): "
             "the file is corrupted or was replaced; restore it or re-export the model"
         )

@@ -5,6 +5,7 @@ setting. bilm-tf's training bookkeeping keys are accepted and ignored, since
 they do not change the network. `published_shapes` gives the shapes of the
 published "small" and "original" models.
 """
+import math
 from typing import Any, Dict, Optional
 
 from ..bilm.config import BiLMConfig, OptionsError
@@ -152,7 +153,8 @@ def _check_keys(section: Dict[str, Any], known: set, required: set, where: str) 
 
 def _int(section: Dict[str, Any], key: str, source: str) -> int:
     value = section[key]
-    if isinstance(value, bool) or not isinstance(value, (int, float)) or int(value) != value:
+    if isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value) \
+            or int(value) != value:
         raise OptionsError(f"{source}: '{key}' must be an integer, got {value!r}")
     return int(value)
 

@@ -24,7 +24,7 @@ from ..bilm.model import BiLM
 from ..bilm.token_encoder import CharCNNEncoder, WordEncoder
 from ..bilm.vocab import Vocabulary
 from .atomic import atomic_path
-from .errors import WeightsError
+from .errors import DamagedFileError, WeightsError
 from .gate_order import INTERNAL_TO_TF, TF_TO_INTERNAL, permute_gates
 from .layouts import check_can_write
 from .options import config_from_options, config_to_options
@@ -114,7 +114,7 @@ def read_weights(
     except WeightsError:
         raise
     except (OSError, KeyError, ValueError, RuntimeError, TypeError) as err:
-        raise WeightsError(f"{path}: not a readable HDF5 weight file ({err})") from None
+        raise DamagedFileError(f"{path}: not a readable HDF5 weight file ({err})") from None
     for name in present:
         for pattern, setting, limit in _FAMILIES:
             match = pattern.match(name)

@@ -275,10 +275,10 @@ def _verify(model_dir: Path, label: str) -> None:
         raise WeightsError(f"{label}: the downloaded files do not load as an ELMo model: {reason}") from None
 
 
-def damaged_entry_hint(source: SourceLike) -> str:
+def damaged_entry_hint(source: SourceLike, entry: Path) -> str:
     """What to do when a cache entry no longer loads (its files changed on disk after they were verified)."""
-    return (f"a damaged cache entry: `python -m spacy_elmo download \"{source}\" --force` fetches it again "
-            "(or delete that directory)")
+    return (f"the cached copy in {entry} is damaged: `python -m spacy_elmo download \"{source}\" --force` "
+            "fetches it again (or delete that directory)")
 
 
 def _provenance(source: Source) -> dict:
@@ -301,9 +301,15 @@ def _commit(model_dir: Path, target: Path, label: str) -> Path:
         old = Path(tempfile.mkdtemp(prefix=f".replaced-{target.name}-", dir=target.parent))
         os.replace(target, old / "entry")
         try:
-            return _commit(model_dir, target, label)
+            committed = _commit(model_dir, target, label)
+        except BaseException:
+            if not target.exists():
+                os.replace(old / "entry", target)  # the new copy did not go in: the old one stays
+            raise
         finally:
-            shutil.rmtree(old, ignore_errors=True)
+            if not (old / "entry").exists() or target.exists():
+                shutil.rmtree(old, ignore_errors=True)
+        return committed
     try:
         os.replace(model_dir, target)
     except OSError as err:

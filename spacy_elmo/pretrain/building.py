@@ -129,15 +129,18 @@ def training_autocast(precision: str, device: torch.device) -> ContextManager[An
     which CPUs do not compute natively) a warning and float32, since emulated
     products would make the run many times slower. The weights stay float32.
     On CUDA the products autocast keeps in float32 (the LSTM's recurrence,
-    the sampled softmax) then run on TF32 tensor cores (a process-wide torch
-    setting): a run that asked for reduced precision accepts TF32's 10-bit
-    mantissa there, and float32 runs stay exact.
+    the sampled softmax) run on TF32 tensor cores when the run asked for
+    reduced precision, which accepts TF32's 10-bit mantissa there, and a
+    float32 run turns TF32 off. These are torch's process-wide flags: they
+    hold for everything the process computes on CUDA until the next run
+    sets them (a float32 teacher in a bfloat16 run uses TF32 too).
     """
+    if device.type == "cuda":
+        torch.backends.cuda.matmul.allow_tf32 = precision != "float32"
+        torch.backends.cudnn.allow_tf32 = precision != "float32"
     if precision == "float32":
         return nullcontext()
     if device.type == "cuda":
-        torch.backends.cuda.matmul.allow_tf32 = True
-        torch.backends.cudnn.allow_tf32 = True
         return torch.autocast(device_type="cuda", dtype=getattr(torch, precision))
     if device.type == "cpu" and precision == "bfloat16" and native_cpu_bfloat16():
         return torch.autocast(device_type="cpu", dtype=torch.bfloat16)

@@ -53,3 +53,26 @@ def test_force_keeps_a_good_entry_when_the_new_copy_does_not_load(cache, served,
     assert result.exit_code == 1 and "Traceback" not in result.output
     sentence = [["a", "bank"]]
     numpy.testing.assert_array_equal(load_bilm(url).embed(sentence)[0], tiny_bilm(2).embed(sentence)[0])
+
+
+def test_force_keeps_the_old_entry_when_the_new_one_cannot_be_moved_in(cache, served, monkeypatch):
+    import os
+
+    from spacy_elmo.io import sources
+
+    url = served.url("elmo.zip")
+    assert runner.invoke(app, ["download", url]).exit_code == 0
+    real = os.replace
+
+    def refused_rename(src, dst):
+        if ".partial-" in str(src):  # the verified new copy, into the entry's place
+            raise PermissionError(13, "Permission denied")
+        return real(src, dst)
+
+    monkeypatch.setattr(sources.os, "replace", refused_rename)
+    result = runner.invoke(app, ["download", url, "--force"])
+    assert result.exit_code == 1 and "Permission denied" in result.output
+    monkeypatch.undo()
+    (name,) = cache_entries(cache)
+    sentence = [["a", "bank"]]
+    numpy.testing.assert_array_equal(load_bilm(url).embed(sentence)[0], tiny_bilm(1).embed(sentence)[0])

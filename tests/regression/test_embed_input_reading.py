@@ -8,7 +8,8 @@
 - a UTF-8 byte-order mark became part of the first token;
 - a `.txt.gz` / `.jsonl.gz` input was read as its compressed bytes;
 - NUL bytes stayed in the text under `--encoding-errors replace`, though the
-  error had said invalid input becomes U+FFFD.
+  error had said invalid input becomes U+FFFD;
+- a CoNLL-U form holding U+2028 or a form feed split its line (`str.splitlines`).
 """
 import gzip
 import json
@@ -90,3 +91,33 @@ def test_nul_bytes_become_the_replacement_character(tmp_path):
     with pytest.raises(DumpError, match="NUL byte"):
         _tokens(path, "text")
     assert _tokens(path, "text", encoding_errors="replace") == [["The", "b\ufffdnk"]]
+
+
+def test_a_form_with_a_unicode_line_separator_is_one_token(tmp_path):
+    path = tmp_path / "in.conllu"
+    path.write_text(CONLLU.replace("bank", "ba\u2028nk\x0c"), encoding="utf-8")
+    assert _tokens(path, "conllu") == [["The", "ba\u2028nk\x0c"]]
+
+
+class _Streamed:
+    """A file that can only be read forward, as fsspec's streamed HTTP files are (no seek, no peek)."""
+
+    def __init__(self, data: bytes) -> None:
+        self.data, self.closed = data, False
+
+    def read(self, size: int = -1) -> bytes:
+        size = len(self.data) if size < 0 else size
+        chunk, self.data = self.data[:size], self.data[size:]
+        return chunk
+
+    def seek(self, *args):
+        raise ValueError("Cannot seek streaming HTTP file")
+
+    def close(self) -> None:
+        self.closed = True
+
+
+@pytest.mark.parametrize("data", [b"The bank\n", gzip.compress(b"The bank\n")])
+def test_a_file_that_cannot_seek_is_read(monkeypatch, data):
+    monkeypatch.setattr(inputs, "open_input", lambda path, mode="rb": _Streamed(data))
+    assert [line for _, line in inputs.read_lines("https://example.invalid/in.txt")] == ["The bank"]

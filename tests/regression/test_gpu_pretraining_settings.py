@@ -7,7 +7,7 @@
   machine) and skip here.
 - A bfloat16 run on CUDA left the products autocast keeps in float32 (the
   LSTM's recurrence, the sampled softmax) off the tensor cores: TF32 is now
-  allowed there, and float32 runs stay exact.
+  allowed there, and a float32 run turns it off again.
 """
 import pytest
 import torch
@@ -38,6 +38,8 @@ def test_reduced_precision_on_cuda_allows_tf32_and_float32_does_not(tf32_restore
     assert not torch.backends.cuda.matmul.allow_tf32
     training_autocast("bfloat16", torch.device("cuda"))
     assert torch.backends.cuda.matmul.allow_tf32 and torch.backends.cudnn.allow_tf32
+    training_autocast("float32", torch.device("cuda"))  # a later float32 run in the same process is exact
+    assert not torch.backends.cuda.matmul.allow_tf32 and not torch.backends.cudnn.allow_tf32
 
 
 @needs_cuda

@@ -12,6 +12,8 @@ refuses before writing anything."""
 import json
 import shutil
 
+import numpy
+
 import pytest
 import torch
 
@@ -41,8 +43,9 @@ def _edit_options(directory, edit):
     (lambda o: o["char_cnn"].update(n_characters=None), "n_characters must be an integer"),
     (lambda o: o["char_cnn"].update(filters=[["a", 4]]), "filters must be .* pairs of integers"),
     (lambda o: o["char_cnn"].update(filters=[[1.5, 4]]), "filters must be .* pairs of integers"),
-    (lambda o: o["lstm"].update(cell_clip="x"), "cell_clip must be a positive number or null"),
-    (lambda o: o["lstm"].update(proj_clip=-1.0), "proj_clip must be a positive number or null"),
+    (lambda o: o["lstm"].update(cell_clip="x"), "cell_clip must be a number >= 0 or null"),
+    (lambda o: o["lstm"].update(proj_clip=-1.0), "proj_clip must be a number >= 0 or null"),
+    (lambda o: o["char_cnn"].update(n_highway=float("inf")), "'n_highway' must be an integer"),
     (lambda o: o["lstm"].update(use_skip_connections="yes"), "use_skip_connections must be true or false"),
 ])
 def test_a_malformed_options_field_is_one_error(published, edit, message):
@@ -87,7 +90,8 @@ def test_a_bad_word_vocabulary_is_one_error(tmp_path, vocab, message):
     (lambda m: m.update(softmax={"dim": 4}), "the softmax entry lacks 'n_vocab'"),
     (lambda m: m.update(softmax={"n_vocab": 4, "dim": 4, "kind": "weird"}), "invalid softmax entry"),
     (lambda m: m.update(sha256=["a"]), "'sha256' and 'softmax' must be objects"),
-    (lambda m: m["bilm"].update(cell_clip="x"), "cell_clip must be a positive number or null"),
+    (lambda m: m["bilm"].update(cell_clip="x"), "elmo.json: .*cell_clip must be a number >= 0 or null"),
+    (lambda m: m["bilm"].update(n_highway=float("nan")), "elmo.json: .*n_highway must be an integer"),
 ])
 def test_a_malformed_native_metadata_field_is_one_error(tmp_path, edit, message):
     from spacy_elmo.bilm import Vocabulary
@@ -137,3 +141,17 @@ def test_float16_storage_refuses_weights_beyond_its_range(tmp_path):
     assert not target.exists()
     save_native(target, bilm)  # float32 holds it
     shutil.rmtree(target)
+
+
+def test_values_that_loaded_before_still_load(tmp_path):
+    """A clip of 0 (no clipping, as the engines read it) and numpy scalars are accepted, as before."""
+    from spacy_elmo.bilm import BiLM, BiLMConfig
+
+    config = BiLMConfig(lstm_dim=numpy.int64(8), projection_dim=4, n_layers=1, cell_clip=0.0,
+                        filters=numpy.array([[1, 4], [2, 4]]), n_highway=1, char_embedding_dim=4,
+                        dropout=numpy.float32(0.0), use_skip_connections=numpy.bool_(True))
+    assert config.lstm_dim == 8 and config.filters == ((1, 4), (2, 4)) and config.cell_clip == 0.0
+    bilm = BiLM(config)
+    bilm.reset_parameters(0)
+    save_native(tmp_path / "clip0", bilm)
+    assert load_model(tmp_path / "clip0").bilm.config.cell_clip == 0.0

@@ -74,3 +74,13 @@ def test_an_interrupted_export_leaves_no_file(tmp_path, monkeypatch, allennlp_di
     monkeypatch.undo()
     export_published(bilm, target)
     numpy.testing.assert_array_equal(load_bilm(target).embed([["a", "b"]])[0], bilm.embed([["a", "b"]])[0])
+
+
+def test_a_lone_file_that_looks_published_is_not_a_second_model(tmp_path):
+    target = tmp_path / "model"
+    save_native(target, tiny_bilm(0))
+    (target / "tokenizer_options.json").write_text("{}")
+    load_model(target)  # an options file alone is no published model
+    (target / "old_weights.hdf5").write_bytes(b"")
+    with pytest.raises(WeightsError, match="2 model layouts"):  # a pair is
+        load_model(target)
