@@ -13,15 +13,32 @@ stays the fair one. `shipped` starts from the package's embedded biLM (a new
 softmax, started from its own word table, trains alone first);
 `pretrained` from the project's `pretrain` output, which brings its softmax.
 The adapted model is OUTPUT/model-best. A run already under way, or one
-stopped by a signal, continues from its checkpoint; a finished one (its
-model-last says so: `run_finished`) is kept.
+stopped by a signal, continues from its checkpoint. A finished one (its
+model-last says so: `run_finished`) is kept when it was made with the same
+settings (OUTPUT/run_settings.json: the config's, the texts' and the
+starting biLM's contents, --elmo-model, the overrides), and refused,
+naming each difference, when not: the project never reads a biLM adapted
+from other inputs than its command says. --overwrite starts it again.
 """
 import argparse
+import shutil
+import sys
 from pathlib import Path
+from typing import Any, Dict, List
 
-from pretrain import run_pretrain  # scripts/pretrain.py, beside this script
+from pretrain import override_settings, run_pretrain  # scripts/pretrain.py, beside this script
 
 from spacy_elmo.pretrain.trainer import run_finished
+from spacy_elmo.resumable_training import ResumeError, keep_finished, path_identity, record_settings
+
+
+def run_settings(args: argparse.Namespace, extra: List[str]) -> Dict[str, Any]:
+    """What defines an adaptation (run_settings.json): the config, texts and starting biLM by contents,
+    and the pretraining overrides. Not the GPU."""
+    return {"script": "adapt", "config": path_identity(args.config), "train": path_identity(args.train),
+            "dev": path_identity(args.dev), "elmo_model": args.elmo_model,
+            "pretrained": path_identity(args.pretrained_dir) if args.elmo_model == "pretrained" else None,
+            "overrides": override_settings(extra)}
 
 
 def main() -> None:
@@ -34,12 +51,21 @@ def main() -> None:
                         help="the biLM to adapt with --elmo-model pretrained (%(default)s)")
     parser.add_argument("--config", default="configs/pretrain_adapt_ewt.cfg")
     parser.add_argument("--gpu-id", type=int, default=-1)
+    parser.add_argument("--overwrite", action="store_true", help="start again, deleting what OUTPUT holds")
     args, extra = parser.parse_known_args()
     output = Path(args.output)
+    defining = run_settings(args, extra)
+    if args.overwrite and output.exists():
+        shutil.rmtree(output)
     # not model-last's existence: a run stopped by SIGINT/SIGTERM writes one too, and must go on
     if run_finished(output):
-        print(f"{output} has finished (its model-last says so); delete {output} to adapt again")
+        try:
+            print(keep_finished(output, defining, "adaptation"))
+        except ResumeError as err:
+            sys.exit(str(err))
         return
+    if not (output / "checkpoint.pt").exists():
+        record_settings(output, defining)  # a fresh run (a resumed one keeps the settings it started with)
     settings = ["--paths.train", args.train, "--paths.dev", args.dev, "--gpu-id", str(args.gpu_id)]
     if args.elmo_model == "pretrained":
         # that model brings its own softmax (and vocabulary): nothing to start one from

@@ -10,14 +10,18 @@ in two stages as ULMFiT unfreezes: PIPELINE (a `model-best` trained with
 component unfrozen, so the listeners' gradients update the biLM as well as
 the task layers, at a smaller learning rate, again to an early stop on dev.
 Everything else (batcher, dropout, evaluation, score weights) is PIPELINE's
-own [training] block; OUTPUT_DIR gets model-best, model-last, log.jsonl and
-wall_time.json as `scripts/train.py` writes them. Training goes through
+own [training] block; OUTPUT_DIR gets model-best, model-last, log.jsonl,
+train.log (the console table), run_settings.json and wall_time.json as
+`scripts/train.py` writes them. Training goes through
 `spacy_elmo.resumable_training`: Ctrl-C, SIGTERM or --max-minutes end it
-after the current step with model-last saved, and --resume continues it from
-there (PIPELINE and the other settings are then model-last's own).
+after the current step with model-last saved (exit 130, 143 or 3: not
+finished), and --resume continues it from there (PIPELINE and the other
+settings are then model-last's own); 0 once it has reached its end. A fresh
+start keeps a finished run made with the same settings (PIPELINE's and the
+corpora's contents, learning rate, patience, step cap, seed) and refuses
+one made with others, or an unfinished one, unless --overwrite.
 """
 import argparse
-import json
 import platform
 import sys
 from pathlib import Path
@@ -25,7 +29,7 @@ from typing import Any, Dict
 
 
 def main() -> None:
-    from spacy_elmo.resumable_training import add_resume_options
+    from spacy_elmo.resumable_training import SIGNAL_EXIT, add_resume_options
 
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("pipeline", help="a trained ELMo pipeline (model-best of a frozen run)")
@@ -39,25 +43,78 @@ def main() -> None:
     parser.add_argument("--gpu-id", type=int, default=-1)
     add_resume_options(parser)
     args = parser.parse_args()
+    if args.resume and args.overwrite:
+        parser.error("--resume continues the run in OUTPUT_DIR, --overwrite starts it again: pass one of them")
+    try:
+        sys.exit(finetune(args))
+    except KeyboardInterrupt:  # a second Ctrl-C, or one before training began
+        print(f"{args.output}: interrupted at once; model-last (if any) is the last evaluation's: --resume "
+              "continues from it", file=sys.stderr)
+        sys.exit(SIGNAL_EXIT["SIGINT"])
 
+
+def run_settings(args: argparse.Namespace) -> Dict[str, Any]:
+    """What defines a fine-tuning run (run_settings.json): the pipeline and corpora by contents, and the
+    settings this script changes in its [training] block. Not the GPU nor the time budget."""
+    from spacy_elmo.resumable_training import path_identity
+
+    return {"script": "finetune", "pipeline": path_identity(args.pipeline), "train": path_identity(args.train),
+            "dev": path_identity(args.dev), "learn_rate": args.learn_rate, "patience": args.patience,
+            "max_steps": args.max_steps, "seed": args.seed}
+
+
+def finetune(args: argparse.Namespace) -> int:
+    """Fine-tune (or resume, or keep the finished run) into args.output; the exit status (see the docstring)."""
     import spacy
     from thinc.api import fix_random_seed, require_gpu
 
-    from spacy_elmo.resumable_training import MODEL_LAST, ResumeError, train_resumable
+    from spacy_elmo.resumable_training import (
+        MODEL_LAST, ResumeError, Tee, exit_status, finished_run_kept, train_resumable,
+    )
 
+    output = Path(args.output)
+    settings = None
+    if not args.resume:  # before anything is written or loaded: a refused or kept run is left as it is
+        if not Path(args.pipeline).is_dir():
+            sys.exit(f"{args.pipeline}: no such pipeline directory (the model-best of a frozen ELMo run)")
+        settings = run_settings(args)
+        try:
+            kept = finished_run_kept(output, settings, args.overwrite)
+        except (ResumeError, OSError) as err:
+            sys.exit(str(err))
+        if kept is not None:
+            print(kept)
+            return 0
     if args.gpu_id >= 0:
         require_gpu(args.gpu_id)
     fix_random_seed(args.seed)
-    output = Path(args.output)
-    if args.resume:
+    source = output / MODEL_LAST if args.resume else Path(args.pipeline)
+    try:
+        nlp = spacy.load(source)
+    except (OSError, ValueError) as err:  # spaCy's E050 and kin: its message, one line
+        sys.exit(f"{'cannot resume: ' if args.resume else ''}{source}: cannot load the pipeline "
+                 f"({' '.join(str(err).split())})")
+    if not args.resume:
+        prepare(nlp, args)
+    output.mkdir(parents=True, exist_ok=True)
+    with open(output / "train.log", "a" if args.resume else "w", encoding="utf-8") as log:
         try:
-            nlp = spacy.load(output / MODEL_LAST)
-            state = train_resumable(nlp, output, resume=True, max_minutes=args.max_minutes, use_gpu=args.gpu_id)
+            state = train_resumable(nlp, output, resume=args.resume, overwrite=args.overwrite,
+                                    max_minutes=args.max_minutes, use_gpu=args.gpu_id, stdout=Tee(sys.stdout, log),
+                                    settings=settings)
         except (ResumeError, OSError) as err:
-            sys.exit(f"cannot resume: {err}")
-        write_wall_time(output, state, args, nlp.config["training"]["optimizer"]["learn_rate"])
-        return
-    nlp = spacy.load(args.pipeline)
+            sys.exit(f"cannot resume: {err}" if args.resume else str(err))
+        code, message = exit_status(state)
+        if message:
+            log.write(f"{output}: {message}\n")
+    write_wall_time(output, state, args, nlp.config["training"]["optimizer"]["learn_rate"], code)
+    if message:
+        print(f"{output}: {message}", file=sys.stderr)
+    return code
+
+
+def prepare(nlp, args: argparse.Namespace) -> None:
+    """Unfreeze the pipeline's elmo components and set the second stage's corpora and [training] settings."""
     names = [name for name in nlp.pipe_names if nlp.get_pipe_meta(name).factory == "elmo"]
     if not names:
         sys.exit(f"{args.pipeline}: the pipeline has no 'elmo' component to fine-tune ({nlp.pipe_names})")
@@ -72,23 +129,26 @@ def main() -> None:
     training["patience"], training["max_steps"], training["seed"] = args.patience, args.max_steps, args.seed
     # the console table only: train_resumable writes log.jsonl itself
     training["logger"] = {"@loggers": "spacy.ConsoleLogger.v3", "progress_bar": None}
-    try:
-        state = train_resumable(nlp, output, overwrite=args.overwrite, max_minutes=args.max_minutes,
-                                use_gpu=args.gpu_id)
-    except ResumeError as err:
-        sys.exit(str(err))
-    write_wall_time(output, state, args, nlp.config["training"]["optimizer"]["learn_rate"])
 
 
-def write_wall_time(output: Path, state: Dict[str, Any], args: argparse.Namespace, learn_rate: float) -> None:
-    """wall_time.json: training seconds (resumed sessions included), why it stopped, where it started."""
-    first = output / "wall_time.json"
-    origin = json.loads(first.read_text()).get("from") if args.resume and first.is_file() else args.pipeline
-    first.write_text(json.dumps({
+def write_wall_time(output: Path, state: Dict[str, Any], args: argparse.Namespace, learn_rate: float,
+                    code: int) -> None:
+    """wall_time.json: training seconds (resumed sessions included), why it stopped, the exit status, and
+    the run as first started (its command line, the pipeline it started from; each resume's command listed)."""
+    from spacy_elmo.resumable_training import read_record
+    from spacy_elmo.resumable_training import write_wall_time as write
+
+    first_run: Dict[str, Any] = {"command": [sys.executable, *sys.argv], "from": args.pipeline}
+    if args.resume:  # where no earlier wall_time.json says so: the first session's, as recorded
+        record = read_record(output)
+        settings = record["settings"] if record else {}
+        first_run = {"command": record.get("command") if record else None,
+                     "from": (settings.get("pipeline") or {}).get("path")}
+    write(output, {
         "seconds": state["seconds"], "minutes": round(state["seconds"] / 60, 1), "machine": platform.machine(),
-        "from": origin, "learn_rate": learn_rate, "stopped": state["stopped"],
+        "learn_rate": learn_rate, "stopped": state["stopped"], "returncode": code,
         "steps": state["step"], "best_step": state["best_step"],
-    }, indent=2))
+    }, first_run, resume=args.resume)
 
 
 if __name__ == "__main__":

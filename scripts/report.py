@@ -181,6 +181,19 @@ def layer_weights(metrics: Path, out: Path, prefix: str) -> str:
     return "\n".join(lines) + "\n"
 
 
+def check_metrics(metrics: Path, prefix: str) -> None:
+    """Exit with one line naming the folder unless it holds a baseline and an ELMo metrics file of one
+    task (else the report would be an empty table, and look like a result)."""
+    if not metrics.is_dir():
+        raise SystemExit(f"--metrics {metrics}: no such folder (the `evaluate` step writes it)")
+    pairs = [task for task in ("ewt", "ner")
+             if all((metrics / f"{prefix}{task}_{run}.json").is_file() for run in ("baseline", "elmo"))]
+    if not pairs:
+        expected = ", ".join(f"{prefix}{task}_{run}.json" for task in ("ewt", "ner") for run in ("baseline", "elmo"))
+        raise SystemExit(f"--metrics {metrics}: no baseline and ELMo metrics of a task to compare "
+                         f"(expected {expected}; the `evaluate` step writes them)")
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--metrics", default="metrics")
@@ -189,6 +202,7 @@ def main() -> None:
     parser.add_argument("--prefix", default="")
     args = parser.parse_args()
     metrics, training, plots = Path(args.metrics), Path(args.training), Path(args.plots)
+    check_metrics(metrics, args.prefix)  # before anything is drawn or written
     plots.mkdir(parents=True, exist_ok=True)
     text = "## Baseline vs ELMo on UD English-EWT test (UNER test for NER)\n\n" + table(metrics, training, args.prefix)
     dev_curves(training, plots / f"{args.prefix}dev_curves.png", args.prefix)

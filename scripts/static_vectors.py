@@ -42,9 +42,16 @@ def main(argv: Optional[List[str]] = None) -> None:
     if args.weights is None and args.elmo_model == "pretrained":
         args.weights = args.pretrained_dir
 
-    from spacy_elmo.io import load_model
+    from spacy_elmo.io import WeightsError, load_model
 
-    model = load_model(args.weights)
+    try:
+        model = load_model(args.weights)
+    except (WeightsError, OSError) as err:  # one line, not a traceback
+        hint = ""
+        if args.elmo_model == "pretrained" and args.weights == args.pretrained_dir:
+            hint = (" (--elmo-model pretrained reads the project's pretrained biLM: run the `pretrain` step "
+                    "with --vars.elmo_model pretrained first, or pass --pretrained-dir or --weights)")
+        msg.fail(f"cannot load the biLM {args.weights}: {err}{hint}", exits=1)
     bilm = model.bilm
     if not bilm.config.word_table_rows or bilm.word_table_vocab is None:
         msg.fail(f"{args.weights or 'the embedded model'} has no word table: its token layer reads "

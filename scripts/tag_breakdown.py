@@ -139,6 +139,16 @@ def parse_runs(specs: Sequence[str]) -> Dict[str, List[str]]:
     return runs
 
 
+def load_pipeline(name: str, path: str):
+    """spacy.load(path), or one line (not spaCy's traceback) saying why --run NAME=PATH cannot be loaded."""
+    import spacy
+
+    try:
+        return spacy.load(path)
+    except (OSError, ValueError) as err:
+        raise SystemExit(f"--run {name}={path}: cannot load the pipeline ({' '.join(str(err).split())})") from None
+
+
 def main(argv: Optional[Sequence[str]] = None) -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("test", type=Path, help=".spacy file with gold tags to score on")
@@ -158,6 +168,10 @@ def main(argv: Optional[Sequence[str]] = None) -> None:
     for path in (args.test, args.train):
         if not path.is_file():
             raise SystemExit(f"{path}: no such .spacy file")
+    for name, paths in runs.items():  # before any pipeline is loaded and run: a typo fails at once
+        for pipeline in paths:
+            if not Path(pipeline).is_dir():
+                raise SystemExit(f"--run {name}={pipeline}: no such pipeline directory")
     vocab = spacy.blank("en").vocab
     gold_docs = read_docs(args.test, vocab)
     counts, tags = train_lexicon(read_docs(args.train, vocab), args.attr)
@@ -170,7 +184,7 @@ def main(argv: Optional[Sequence[str]] = None) -> None:
         sums: Dict[str, float] = defaultdict(float)
         for path in paths:
             print(f"{name}: {path}", file=sys.stderr)
-            nlp = spacy.load(path)
+            nlp = load_pipeline(name, path)
             agrees = agrees or tokenizer_agrees(nlp, gold_docs)  # the first pipeline's tokenizer
             total, right = score_groups(gold_docs, tag_gold_tokens(nlp, gold_docs, args.batch_size),
                                         args.attr, counts, tags, agrees)

@@ -21,7 +21,13 @@ its output directory:
   any (`use_averages = true`); the values training goes on from are those
   in `training_state.msg`;
 - model-best: model-last as it was at the best evaluation;
-- log.jsonl: one row per evaluation, as spaCy's ConsoleLogger.v3 writes it.
+- log.jsonl: one row per evaluation, as spaCy's ConsoleLogger.v3 writes it;
+- run_settings.json: what defines the run (the caller's `settings`: config, overrides, corpora
+  with their sizes and digests, seed, the pipeline or model it starts from), written when it
+  starts afresh. A later fresh start on an output whose run has finished compares its own
+  settings with them: the same, the run is kept ("nothing to do"); different, it is refused
+  with each difference named (`overwrite` starts again). Hours of training are never deleted
+  by a command that only meant to make sure they had been done.
 
 Each is replaced whole (written beside, then renamed), so a run killed while
 saving keeps the previous one. `resume=True` loads nothing itself: the
@@ -33,35 +39,50 @@ were (not their averages), the best score and the patience left: it ends
 where the uninterrupted run would have.
 """
 import argparse
+import glob
+import hashlib
 import json
 import random
 import shutil
 import signal
+import sys
 import threading
 import time
 import warnings
 from contextlib import contextmanager, nullcontext
 from pathlib import Path
-from typing import Any, Callable, Dict, Iterator, List, Optional, Tuple
+from typing import IO, Any, Callable, Dict, Iterator, List, Optional, Tuple, Union
 
 import numpy
 import srsly
 import torch
 from wasabi import Printer
 
+from .io.checksum import sha256_file
 from .pretrain.checkpoint import rng_state, set_rng_state
 
 MODEL_LAST, MODEL_BEST, LOG = "model-last", "model-best", "log.jsonl"
 STATE_JSON, STATE_MSG = "training_state.json", "training_state.msg"
+RUN_SETTINGS = "run_settings.json"
 FINISHED = ("early stopping", "max steps", "max epochs")
 """Why a run ended that --resume has nothing to add to; any other state (a time budget, a signal, a
 crash that left the last evaluation's checkpoint) can be resumed."""
+EXIT_TIME_BUDGET = 3
+"""The exit status of a run stopped by its --max-minutes budget: not finished (a workflow must not
+go on to the next step on a half-trained model), and not an error: --resume continues it."""
+SIGNAL_EXIT = {"SIGINT": 130, "SIGTERM": 143}
+"""The exit status of a run a signal stopped (128 + the signal's number, as shells report it, and as
+`python -m spacy_elmo pretrain` exits)."""
 _OPTIMIZER_TABLES = ("mom1", "mom2", "averages")
 _OPTIMIZER_COUNTS = ("nr_update", "last_seen")
 
 
 class ResumeError(ValueError):
     """An output directory that cannot be resumed: what is missing or does not match, and what to do."""
+
+
+class SettingsChanged(ResumeError):
+    """An output holding a finished run made with other settings than a fresh start's: each difference."""
 
 
 class ResumeWarning(UserWarning):
@@ -81,6 +102,207 @@ def read_state(output: Path) -> Optional[Dict[str, Any]]:
     if missing:
         raise ResumeError(f"{path}: the training state lacks {sorted(missing)}; start afresh with --overwrite")
     return state
+
+
+PathLike = Union[str, Path]
+
+
+def path_identity(path: PathLike) -> Dict[str, Any]:
+    """What a run read from `path`: the path as given, its size in bytes and a SHA-256 of its contents.
+
+    A directory (a pipeline, a model) or a glob pattern (a corpus) counts as all the files in it or
+    matched by it, by relative name and content; run_settings.json files (these records) are not
+    part of it. A path that does not exist is {"path", "missing": True}. Settings compare the
+    contents, not the spelling of the path (see `settings_differences`).
+    """
+    text = str(path)
+    where = Path(text)
+    if where.is_file():
+        return {"path": text, "bytes": where.stat().st_size, "sha256": sha256_file(where)}
+    if where.is_dir():
+        files = sorted(f for f in where.rglob("*") if f.is_file() and f.name != RUN_SETTINGS)
+        names = [f.relative_to(where).as_posix() for f in files]
+    elif any(c in text for c in "*?["):
+        files = sorted(Path(m) for m in glob.glob(text, recursive=True) if Path(m).is_file())
+        names = [f.as_posix() for f in files]
+    else:
+        return {"path": text, "missing": True}
+    if not files:
+        return {"path": text, "missing": True}
+    digest = hashlib.sha256()
+    for name, file in zip(names, files):
+        digest.update(f"{name}\0{sha256_file(file)}\0".encode("utf-8"))
+    return {"path": text, "bytes": sum(f.stat().st_size for f in files), "files": len(files),
+            "sha256": digest.hexdigest()}
+
+
+def _is_identity(value: Any) -> bool:
+    return isinstance(value, dict) and "path" in value and ("sha256" in value or "missing" in value)
+
+
+def _describe(value: Any) -> str:
+    """A setting's value as a difference names it."""
+    if _is_identity(value):
+        if value.get("missing"):
+            return f"{value['path']} (missing)"
+        return f"{value['path']} ({value['bytes']:,} bytes, sha256 {value['sha256'][:12]})"
+    return "(unset)" if value is None else json.dumps(value, sort_keys=True)
+
+
+def settings_differences(recorded: Dict[str, Any], current: Dict[str, Any], prefix: str = "") -> List[str]:
+    """Each setting that differs, as "name: recorded -> current" (nested settings by dotted name).
+
+    Files and folders compare by contents (size and digest), not by how their path is spelled,
+    so a run started from another directory with the same data is the same run.
+    """
+    differences = []
+    for key in sorted(set(recorded) | set(current), key=str):
+        old, new = recorded.get(key), current.get(key)
+        if isinstance(old, dict) and isinstance(new, dict) and _is_identity(old) and _is_identity(new):
+            fields = ("missing", "bytes", "files", "sha256")
+            same = all(old.get(field) == new.get(field) for field in fields)
+        elif isinstance(old, dict) and isinstance(new, dict) and not _is_identity(old) and not _is_identity(new):
+            differences += settings_differences(old, new, f"{prefix}{key}.")
+            continue
+        else:
+            same = json.dumps(old, sort_keys=True) == json.dumps(new, sort_keys=True)
+        if not same:
+            differences.append(f"{prefix}{key}: {_describe(old)} -> {_describe(new)}")
+    return differences
+
+
+def record_settings(output: PathLike, settings: Dict[str, Any]) -> None:
+    """Write OUTPUT/run_settings.json: `settings` and the command line that started the run."""
+    output = Path(output)
+    output.mkdir(parents=True, exist_ok=True)
+    record = {"settings": settings, "command": [sys.executable, *sys.argv]}
+    written = output / (RUN_SETTINGS + ".tmp")
+    written.write_text(json.dumps(record, indent=2), encoding="utf-8")
+    written.replace(output / RUN_SETTINGS)
+
+
+def read_record(output: PathLike) -> Optional[Dict[str, Any]]:
+    """OUTPUT/run_settings.json as `record_settings` wrote it (None where there is none: a run from
+    before runs recorded their settings)."""
+    path = Path(output) / RUN_SETTINGS
+    if not path.is_file():
+        return None
+    try:
+        record = json.loads(path.read_text(encoding="utf-8"))
+    except ValueError as err:
+        raise ResumeError(f"{path}: not a settings record ({err}); start afresh with --overwrite") from None
+    if not isinstance(record, dict) or not isinstance(record.get("settings"), dict):
+        raise ResumeError(f"{path}: not a settings record; start afresh with --overwrite")
+    return record
+
+
+def keep_finished(output: PathLike, settings: Dict[str, Any], what: str = "run") -> str:
+    """For an OUTPUT that holds a finished run: the line saying it is kept, as it was made with the same
+    `settings` (or before settings were recorded, when there is nothing to compare).
+
+    Raises SettingsChanged naming each difference, and the remedies, when they are not the same.
+    """
+    record = read_record(output)
+    if record is None:
+        return (f"{output} has finished (its {what} was made before runs recorded their settings, so they "
+                f"cannot be compared); kept: --overwrite, or deleting {output}, starts it again")
+    differences = settings_differences(record["settings"], settings)
+    if differences:
+        raise SettingsChanged(f"{output} holds a finished {what} made with other settings "
+                              f"({'; '.join(differences)}): start it again with --overwrite, or delete {output}")
+    return f"{output} has finished with the same settings; nothing to do"
+
+
+def finished_run_kept(output: PathLike, settings: Dict[str, Any], overwrite: bool = False) -> Optional[str]:
+    """Whether a fresh start may train into OUTPUT: None, it may (nothing there, or `overwrite`); a
+    line saying so when OUTPUT already holds this run, finished (the caller trains nothing).
+
+    Raises ResumeError for an unfinished run there (continue it with --resume, or --overwrite) and
+    SettingsChanged for a finished one made with other settings.
+    """
+    if overwrite:
+        return None
+    saved = read_state(Path(output))
+    if saved is None:
+        return None
+    if saved["stopped"] not in FINISHED:
+        raise ResumeError(f"{output} holds an unfinished run (model-last at step {saved['step']}): continue it "
+                          f"with --resume, or start afresh with --overwrite")
+    return keep_finished(output, settings)
+
+
+def pipeline_settings(nlp) -> Dict[str, Any]:
+    """The settings of a run of `nlp` where the caller names none: its config (overrides included,
+    seed and all), and the training and development corpora it names."""
+    config = nlp.config
+    digest = hashlib.sha256(config.to_str().encode("utf-8")).hexdigest()
+    paths = config.get("paths", {})
+    return {"config_sha256": digest,
+            "train": path_identity(paths["train"]) if paths.get("train") else None,
+            "dev": path_identity(paths["dev"]) if paths.get("dev") else None}
+
+
+def exit_status(state: Dict[str, Any]) -> Tuple[int, Optional[str]]:
+    """The exit status of a command whose training ended in `state`, and the line to print when not 0.
+
+    0 only for a run that reached its end (FINISHED), so that `spacy project run` records the step
+    and goes on; a run a signal stopped exits 130 (SIGINT) or 143 (SIGTERM), one stopped by its
+    time budget EXIT_TIME_BUDGET: both are continued by the same command with --resume.
+    """
+    stopped = state.get("stopped")
+    if stopped in FINISHED:
+        return 0, None
+    at = f"at step {state.get('step')}"
+    if stopped == "time budget":
+        return EXIT_TIME_BUDGET, (f"stopped by its --max-minutes budget {at}, unfinished; run the same command with "
+                                  f"--resume to continue it (exit {EXIT_TIME_BUDGET})")
+    name = state.get("signal")  # None: the caller's `stop`, as Ctrl-C would have (130)
+    code = SIGNAL_EXIT.get(name or "SIGINT", SIGNAL_EXIT["SIGINT"])
+    by = f" by {name}" if name else ""
+    return code, f"interrupted{by} {at}, unfinished; run the same command with --resume to continue it"
+
+
+class Tee:
+    """Write to the console and to a log file (train.log): flushed at each write, so a run killed
+    keeps its table up to its last line."""
+
+    def __init__(self, *streams: IO) -> None:
+        self.streams = streams
+
+    def write(self, text: str) -> int:
+        for stream in self.streams:
+            stream.write(text)
+            stream.flush()
+        return len(text)
+
+    def flush(self) -> None:
+        for stream in self.streams:
+            stream.flush()
+
+
+def write_wall_time(output: PathLike, fields: Dict[str, Any], first_run: Dict[str, Any], resume: bool) -> None:
+    """OUTPUT/wall_time.json: this session's `fields` (seconds, why it stopped, steps, exit status),
+    with the run as first started (`first_run`: its command line, overrides, where it started from).
+
+    On --resume those stay the first session's (from the wall_time.json it wrote, else from
+    run_settings.json, passed by the caller in `first_run`), and the resuming command lines are
+    listed under "resumes": a resumed run is described by what defines it, not by its last command.
+    """
+    path = Path(output) / "wall_time.json"
+    command = [sys.executable, *sys.argv]
+    previous: Dict[str, Any] = {}
+    if resume and path.is_file():
+        try:
+            previous = json.loads(path.read_text(encoding="utf-8"))
+        except ValueError:
+            previous = {}
+    if resume:
+        kept = {key: previous.get(key) if previous.get(key) is not None else value
+                for key, value in first_run.items()}
+        record = {**kept, **fields, "resumes": list(previous.get("resumes") or []) + [command]}
+    else:
+        record = {**first_run, **fields}
+    path.write_text(json.dumps(record, indent=2), encoding="utf-8")
 
 
 ParamKey = Tuple[int, str]  # the optimizer's key of a parameter: (its model node's or shim's id, its name)
@@ -237,14 +459,17 @@ def _recover_dir(final: Path) -> None:
 
 
 @contextmanager
-def stop_on_signals(stop: threading.Event) -> Iterator[None]:
+def stop_on_signals(stop: threading.Event, received: Optional[List[str]] = None) -> Iterator[None]:
     """SIGINT and SIGTERM set `stop` (the loop saves and ends after the step it is in); a second
-    SIGINT interrupts at once. Outside the main thread nothing is installed."""
+    SIGINT interrupts at once. Each signal's name is appended to `received` (the command's exit
+    status says which one stopped it). Outside the main thread nothing is installed."""
     if threading.current_thread() is not threading.main_thread():
         yield
         return
 
     def handler(signum, frame):
+        if received is not None:
+            received.append(signal.Signals(signum).name)
         if stop.is_set() and signum == signal.SIGINT:
             raise KeyboardInterrupt
         stop.set()
@@ -260,10 +485,11 @@ def stop_on_signals(stop: threading.Event) -> Iterator[None]:
 def add_resume_options(parser: argparse.ArgumentParser) -> None:
     """--max-minutes, --resume and --overwrite, as scripts/train.py and scripts/finetune.py take them."""
     parser.add_argument("--max-minutes", type=float, default=0.0,
-                        help="stop (and save model-last) after this many minutes of training in this session")
+                        help="stop (and save model-last) after this many minutes of training in this session; "
+                        f"the exit status is then {EXIT_TIME_BUDGET} (unfinished: --resume continues it)")
     parser.add_argument("--resume", action="store_true", help="continue the interrupted run in OUTPUT_DIR")
     parser.add_argument("--overwrite", action="store_true",
-                        help="start afresh even where OUTPUT_DIR holds an unfinished run (it is lost)")
+                        help="start afresh even where OUTPUT_DIR holds a run, finished or not (it is lost)")
 
 
 def train_resumable(
@@ -276,20 +502,23 @@ def train_resumable(
     use_gpu: int = -1,
     stdout: Optional[Any] = None,
     stop: Optional[threading.Event] = None,
+    settings: Optional[Dict[str, Any]] = None,
 ) -> Dict[str, Any]:
     """Train `nlp` with its [training] block into `output`; return the final training state.
 
     A fresh start (resume False) refuses an output directory whose model-last
-    is an unfinished run, unless `overwrite`. Messages and the console table
-    go to `stdout` (anything with `write`; sys.stdout by default).
-    `stopped` in the state says why it ended: "early stopping", "max steps",
-    "max epochs", "time budget" (max_minutes spent in this call) or "interrupted" (a
-    signal, or `stop` set by the caller); the last two can be resumed. An
-    exception propagates and leaves model-last as the last evaluation saved
-    it, resumable too.
+    is an unfinished run, unless `overwrite`; one whose run has finished is kept
+    (its state returned, nothing trained) when `settings` (what defines the run;
+    by default `pipeline_settings(nlp)`) are those it recorded in
+    run_settings.json, and refused (SettingsChanged) when not, unless `overwrite`.
+    Messages and the console table go to `stdout` (anything with `write`;
+    sys.stdout by default). `stopped` in the state says why it ended: "early
+    stopping", "max steps", "max epochs", "time budget" (max_minutes spent in
+    this call) or "interrupted" (a signal, whose name is then `signal`, or `stop`
+    set by the caller); the last two can be resumed (`exit_status` gives a
+    command's exit status for each). An exception propagates and leaves
+    model-last as the last evaluation saved it, resumable too.
     """
-    import sys
-
     from spacy.schemas import ConfigSchemaTraining
     from spacy.training.loop import create_before_to_disk_callback, create_evaluation_callback, subdivide_batch
     from spacy.training.loop import update_meta
@@ -322,7 +551,7 @@ def train_resumable(
     for name in (MODEL_LAST, MODEL_BEST):
         _recover_dir(output / name)
     state: Dict[str, Any] = {"step": 0, "epoch": 0, "best_score": None, "best_step": None, "seconds": 0.0,
-                             "stopped": None}
+                             "stopped": None, "signal": None}
     if resume:
         saved = read_state(output)
         if saved is None:
@@ -331,7 +560,7 @@ def train_resumable(
         if saved["stopped"] in FINISHED:
             stdout.write(msg.info(f"{output}: training had already ended ({saved['stopped']})") + "\n")
             return saved
-        state.update(saved, stopped=None)
+        state.update(saved, stopped=None, signal=None)
         extra = srsly.msgpack_loads((output / MODEL_LAST / STATE_MSG).read_bytes())
         set_optimizer_state(optimizer, owners, extra["optimizer"])
         if "live" in extra:
@@ -350,15 +579,16 @@ def train_resumable(
         set_rng_state(rng)
         _truncate_log(output / LOG, state["step"])
     else:
-        saved = read_state(output) if not overwrite else None
-        if saved is not None and saved["stopped"] not in FINISHED:
-            raise ResumeError(f"{output} holds an unfinished run (model-last at step {saved['step']}): continue it "
-                              f"with --resume, or start afresh with --overwrite")
+        settings = pipeline_settings(nlp) if settings is None else settings
+        kept = finished_run_kept(output, settings, overwrite)
+        if kept is not None:  # this very run, finished: hours of training are not thrown away
+            stdout.write(msg.info(kept) + "\n")
+            return read_state(output) or state
         fix_random_seed(seed)
         for name in (MODEL_LAST, MODEL_BEST):
             if (output / name).exists():
                 shutil.rmtree(output / name)
-        output.mkdir(parents=True, exist_ok=True)
+        record_settings(output, settings)
         (output / LOG).write_text("", encoding="utf-8")
 
     def averaged():
@@ -394,10 +624,11 @@ def train_resumable(
         log_step, finalize_logger = T["logger"](nlp, stdout, sys.stderr)
     started, spent_before = time.monotonic(), state["seconds"]
     stop = stop or threading.Event()
+    received: List[str] = []
     losses: Dict[str, float] = {}
     words = 0
     try:
-        with stop_on_signals(stop):
+        with stop_on_signals(stop, received):
             for epoch, batch in batches:
                 step = state["step"]
                 if T["before_update"]:
@@ -437,7 +668,7 @@ def train_resumable(
                 elif max_minutes and time.monotonic() - started >= max_minutes * 60:
                     state["stopped"] = "time budget"
                 elif stop.is_set():
-                    state["stopped"] = "interrupted"
+                    state.update(stopped="interrupted", signal=received[0] if received else None)
                 if state["stopped"]:
                     break
             else:
@@ -474,4 +705,6 @@ def _truncate_log(path: Path, steps_done: int) -> None:
 
 
 __all__ = ["train_resumable", "add_resume_options", "read_state", "ResumeError", "ResumeWarning", "stop_on_signals",
-           "MODEL_LAST", "MODEL_BEST"]
+           "MODEL_LAST", "MODEL_BEST", "RUN_SETTINGS", "SettingsChanged", "path_identity", "settings_differences",
+           "record_settings", "read_record", "keep_finished", "finished_run_kept", "pipeline_settings", "exit_status",
+           "EXIT_TIME_BUDGET", "SIGNAL_EXIT", "Tee", "write_wall_time"]

@@ -80,13 +80,15 @@ def test_assets_and_smoke_workflow_without_shared(data_dir, tmp_path):
     assert "\n| all |" in breakdown and "| the tokenizer finds it |" in breakdown
     for name in ("smoke-dev_curves.png", "smoke-layer_weights.png"):
         assert (project / "plots" / name).stat().st_size > 5000
-    # a time budget interrupts training cleanly: model-best kept, exit 0, recorded
+    # a time budget interrupts training cleanly: model-best kept, recorded, and exit 3 (unfinished: a
+    # workflow must not go on with it), with a line saying --resume continues it
     budgeted = subprocess.run(
         [sys.executable, "scripts/train.py", "configs/ner_baseline.cfg", "training/budget",
          "--train", "corpus/smoke-ner-train.spacy", "--dev", "corpus/smoke-ner-dev.spacy",
          "--max-minutes", "0.25", "--training.eval_frequency", "5"],
         cwd=project, capture_output=True, text=True, timeout=600)
-    assert budgeted.returncode == 0, budgeted.stdout[-4000:] + budgeted.stderr[-4000:]
+    assert budgeted.returncode == 3, budgeted.stdout[-4000:] + budgeted.stderr[-4000:]
+    assert "--resume" in budgeted.stderr
     wall = json.loads((project / "training" / "budget" / "wall_time.json").read_text())
     assert wall["stopped"] == "time budget"  # what stopped it, not how long it took (machines differ)
     assert (project / "training" / "budget" / "model-best").is_dir()
@@ -97,7 +99,7 @@ def test_assets_and_smoke_workflow_without_shared(data_dir, tmp_path):
          "--train", "corpus/smoke-ner-train.spacy", "--dev", "corpus/smoke-ner-dev.spacy",
          "--max-minutes", "0.1", "--resume"],
         cwd=project, capture_output=True, text=True, timeout=600)
-    assert resumed.returncode == 0, resumed.stdout[-4000:] + resumed.stderr[-4000:]
+    assert resumed.returncode == 3, resumed.stdout[-4000:] + resumed.stderr[-4000:]  # the budget again
     assert f"Resuming at step {wall['steps']}" in resumed.stdout
     again = json.loads((project / "training" / "budget" / "wall_time.json").read_text())
     assert again["stopped"] == "time budget" and again["steps"] > wall["steps"]

@@ -60,8 +60,11 @@ def test_scripts_resume_a_run_that_a_signal_stopped(tiny_config_path, small_corp
     assert meta["finished"] is True and meta["step"] == 4
     assert run_finished(run)
     calls.clear()
-    adapt.main()
-    assert calls == [] and "has finished" in capsys.readouterr().out
+    # finished, so not continued; and made by pretrain.py with other settings than these, so refused
+    # (naming the difference) rather than kept as if it were this adaptation
+    with pytest.raises(SystemExit) as refused:
+        adapt.main()
+    assert calls == [] and "holds a finished adaptation made with other settings" in str(refused.value.code)
 
     # a model-last from before the field: finished when it reached max_steps
     _without_finished(run / "model-last")
