@@ -55,10 +55,12 @@ def max_pooled_convolutions(encoder: "CharCNNEncoder", char_ids: torch.Tensor) -
     for start, end in zip(starts.tolist(), ends.tolist()):
         n_pos = max(int(sorted_lengths[start]), 1)
         span = min(n_pos + wmax - 1, max_chars)
-        # windows starting at p > last_start of a filter do not exist
-        valid = positions[:n_pos, None] <= last_start[None, :]
-        mask = None  # tokens shorter than max_chars - max_width + 1 slots need none
-        if not bool(valid.all()):
+        # windows starting at p > last_start of a filter do not exist; the smallest last start is
+        # max_chars - max_width, so tokens of fewer positions need no mask (told from Python ints:
+        # asking the tensor would wait for the GPU once per length)
+        mask = None
+        if n_pos - 1 > max_chars - wmax:
+            valid = positions[:n_pos, None] <= last_start[None, :]
             mask = torch.zeros(valid.shape, dtype=kernel.dtype, device=kernel.device)
             mask.masked_fill_(~valid, float("-inf"))
         # the constant all-padding window exists iff it starts inside max_chars
