@@ -6,11 +6,11 @@ any of these layouts (or an archive, URL or catalogue name); `load_model`
 also gives the softmax and vocabulary where the model has them.
 """
 from pathlib import Path
-from typing import List, Optional, Union
+from typing import Optional, Sequence, Union
 
 from ..bilm.model import BiLM
 from .errors import DamagedFileError, WeightsError
-from .layouts import check_one_layout, layouts_in
+from .layouts import PUBLISHED_OPTIONS, PUBLISHED_WEIGHTS, check_one_layout, layouts_in
 from .manylangs import is_manylangs, load_manylangs
 from .native import (
     NativeModel,
@@ -33,14 +33,13 @@ PathLike = Union[str, Path]
 def find_published_files(directory: PathLike) -> tuple:
     """(options, weights, vocab or None) of a published-format directory."""
     directory = Path(directory)
-    options = _pick(directory, ["options.json"], "*options*.json", "options file (options.json)")
-    weights = _pick(directory, ["weights.hdf5", "lm_weights.hdf5", "model.hdf5"], "*weights*.hdf5",
-                    "weight file (weights.hdf5)")
+    options = _pick(directory, *PUBLISHED_OPTIONS, "options file (options.json)")
+    weights = _pick(directory, *PUBLISHED_WEIGHTS, "weight file (weights.hdf5)")
     vocab = directory / "vocab.txt"
     return options, weights, vocab if vocab.is_file() else None
 
 
-def _pick(directory: Path, names: List[str], pattern: str, what: str) -> Path:
+def _pick(directory: Path, names: Sequence[str], pattern: str, what: str) -> Path:
     for name in names:
         if (directory / name).is_file():
             return directory / name

@@ -7,7 +7,7 @@ word, so loading refuses such a directory and the writers refuse to add a
 second layout to one.
 """
 from pathlib import Path
-from typing import Dict, List, Union
+from typing import Dict, List, Tuple, Union
 
 from .errors import WeightsError
 from .manylangs import LAYOUT_FILES as MANYLANGS_FILES
@@ -20,17 +20,23 @@ _MARKERS = {
     "native": (META_FILE, BILM_FILE, SOFTMAX_FILE, VOCABULARIES_FILE),
     "ELMoForManyLangs": tuple(name for name in MANYLANGS_FILES if name != "config.json"),
 }
-# the names find_published_files looks for
-_OPTIONS_PATTERN = "*options*.json"
-_WEIGHTS_PATTERNS = ("*weights*.hdf5", "model.hdf5")
+# a published model's files: the names preferred, then the pattern of the others (find_published_files)
+PUBLISHED_OPTIONS = (("options.json",), "*options*.json")
+PUBLISHED_WEIGHTS = (("weights.hdf5", "lm_weights.hdf5", "model.hdf5"), "*weights*.hdf5")
+
+
+def _published_files(directory: Path, kind: Tuple[Tuple[str, ...], str]) -> List[str]:
+    names, pattern = kind
+    found = {p.name for p in directory.glob(pattern) if p.is_file()}
+    return sorted(found | {name for name in names if (directory / name).is_file()})
 
 
 def layouts_in(directory: PathLike) -> Dict[str, List[str]]:
     """Layout name -> the files of it that `directory` holds (layouts with none are left out)."""
     directory = Path(directory)
     found = {layout: [name for name in names if (directory / name).is_file()] for layout, names in _MARKERS.items()}
-    options = sorted(p.name for p in directory.glob(_OPTIONS_PATTERN) if p.is_file())
-    weights = sorted(p.name for pattern in _WEIGHTS_PATTERNS for p in directory.glob(pattern) if p.is_file())
+    options = _published_files(directory, PUBLISHED_OPTIONS)
+    weights = _published_files(directory, PUBLISHED_WEIGHTS)
     # a published model is a pair: an options file alone (a tokenizer's) or an .hdf5 alone is not one
     found["published"] = options + weights if options and weights else []
     return {layout: names for layout, names in found.items() if names}
@@ -60,4 +66,4 @@ def check_can_write(directory: PathLike, layout: str) -> None:
         )
 
 
-__all__ = ["check_can_write", "check_one_layout", "layouts_in"]
+__all__ = ["PUBLISHED_OPTIONS", "PUBLISHED_WEIGHTS", "check_can_write", "check_one_layout", "layouts_in"]
