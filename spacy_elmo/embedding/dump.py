@@ -475,9 +475,7 @@ class Hdf5Sink:
         self.final = final
         work = self.work = partial_path(final)
         for path in (final, work):
-            if path.is_dir():
-                raise DumpError(f"{path}: is a directory; the HDF5 output is a file (--format parquet writes a "
-                                "directory)")
+            refuse_directory(path, HDF5_IS_A_FILE)
         self.lock = OutputLock(lock_path(final), final)
         try:
             self.done: Set[str] = set()
@@ -663,14 +661,23 @@ def finish_sink(sink) -> Union[Path, str]:
     return result
 
 
+HDF5_IS_A_FILE = "the HDF5 output is a file (--format parquet writes a directory)"
+
+
+def refuse_directory(path: Path, why: str) -> None:
+    """A DumpError where a file is to be written and a directory stands (found only at the commit,
+    it would cost the whole run)."""
+    if path.is_dir():
+        raise DumpError(f"{path}: is a directory; {why}")
+
+
 def check_hdf5_output(output: PathLike) -> None:
     """Refuse a local HDF5 OUTPUT that cannot be written, before any work: a missing directory, or a
     directory itself (the dump is one file; only found at the commit, it cost the whole run)."""
     path = Path(str(output)[len("file://"):] if str(output).startswith("file://") else output)
     if not path.parent.is_dir():
         raise DumpError(f"{path.parent}: no such directory for the output; create it first")
-    if path.is_dir():
-        raise DumpError(f"{path}: is a directory; the HDF5 output is a file (--format parquet writes a directory)")
+    refuse_directory(path, HDF5_IS_A_FILE)
 
 
 def stopped_note(output_path: PathLike, output_format: str = "hdf5", shard: Tuple[int, int] = (0, 1)) -> str:
@@ -841,8 +848,7 @@ def join_shards(
     interrupted run's OUTPUT.partial, is replaced only with `overwrite`, as `embed` does.
     """
     output = Path(output_path)
-    if output.is_dir():
-        raise DumpError(f"{output}: is a directory; the joined output is a file")
+    refuse_directory(output, "the joined output is a file")
     shards = [shard_path(output, k, n_shards) for k in range(n_shards)]
     missing = [str(s) for s in shards if not s.is_file()]
     if missing:
@@ -854,8 +860,7 @@ def join_shards(
         if work.exists():
             raise DumpError(f"{work} holds an interrupted run; pass --overwrite to replace it with the joined file "
                             "(or finish that run with --resume first)")
-    if work.is_dir():
-        raise DumpError(f"{work}: is a directory; the joined output is a file")
+    refuse_directory(work, "the joined output is a file")
     record = _check_shards(shards)
     lock = OutputLock(lock_path(output), output)
     try:
