@@ -22,10 +22,12 @@ archive's path, size and modification time. What lands there is trusted
 only once complete: files are fetched (pooch) and unpacked into a hidden
 `.partial-*` sibling, checked against the published sha256 where there is
 one, loaded with `load_model` (it must load), marked, and only then renamed
-into place. A dead network, a truncated or corrupted file, a wrong checksum
-or an archive member that would land outside the model directory (absolute
-path, `..`, a link) is one `WeightsError` naming the URL or file, and leaves
-no entry behind. Once cached, a model resolves without the network, so a
+into place. One process fetches an entry at a time (a lock in
+`locks/KEY.lock`); another that wants it waits, then uses it. A dead
+network, a truncated or corrupted file, a wrong checksum or an archive
+member that would land outside the model directory (absolute path, `..`, a
+link) is one `WeightsError` naming the URL or file, and leaves no entry
+behind. Once cached, a model resolves without the network, so a
 copied cache directory serves machines that run offline.
 """
 import hashlib
@@ -38,6 +40,7 @@ import sys
 import tarfile
 import tempfile
 import zipfile
+from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path, PurePosixPath
 from typing import Any, Iterator, Optional, Sequence, Tuple, Union
@@ -150,7 +153,10 @@ def resolve_source(
     target = root / "models" / cache_key(parsed)
     if _complete(target) and not refresh:
         return target
-    return _fetch(parsed, target, progress)
+    with _entry_lock(target, parsed.label):
+        if _complete(target) and not refresh:
+            return target  # another process fetched it while this one waited for the lock
+        return _fetch(parsed, target, progress, refresh)
 
 
 def cached_path(source: SourceLike, *, cache: Optional[Union[str, Path]] = None) -> Optional[Path]:
@@ -185,7 +191,42 @@ def _complete(target: Path) -> bool:
     return target.is_dir() and (target / MARKER).is_file()
 
 
-def _fetch(source: Source, target: Path, progress: bool) -> Path:
+@contextmanager
+def _entry_lock(target: Path, label: str) -> Iterator[None]:
+    """Hold `locks/KEY.lock` in the cache while fetching entry KEY, so that one process fetches and others wait.
+
+    Without it a second loader that starts while a first one fetches (or while
+    `download --force` has moved the old entry aside) would fetch the same
+    files again, and could replace the entry a first loader is reading. The
+    kernel drops the lock when its holder dies; where the file system has no
+    locks, fetches go unlocked and the rename in `_commit` still keeps the
+    entry whole.
+    """
+    from filelock import FileLock, Timeout
+
+    locks = target.parent.parent / "locks"
+    try:
+        locks.mkdir(parents=True, exist_ok=True)
+    except OSError as err:
+        raise WeightsError(f"{locks}: cannot write to the model cache ({err}); set {CACHE_ENV}") from None
+    lock = FileLock(str(locks / f"{target.name}.lock"))
+    try:
+        try:
+            lock.acquire(timeout=0)
+        except Timeout:
+            print(f"{label}: another process is fetching this model into {target}; waiting for it",
+                  file=sys.stderr, flush=True)
+            lock.acquire()
+    except OSError:  # no locks here (a file system without flock): go on unlocked
+        yield
+        return
+    try:
+        yield
+    finally:
+        lock.release()
+
+
+def _fetch(source: Source, target: Path, progress: bool, refresh: bool = False) -> Path:
     parent = target.parent
     try:
         parent.mkdir(parents=True, exist_ok=True)
@@ -196,7 +237,7 @@ def _fetch(source: Source, target: Path, progress: bool) -> Path:
         model_dir = _materialize(source, work, progress)
         _verify(model_dir, source.label)
         (model_dir / MARKER).write_text(json.dumps(_provenance(source), indent=1), encoding="utf-8")
-        return _commit(model_dir, target, source.label)
+        return _commit(model_dir, target, source.label, refresh)
     finally:
         shutil.rmtree(work, ignore_errors=True)
 
@@ -290,8 +331,14 @@ def _provenance(source: Source) -> dict:
     }
 
 
-def _commit(model_dir: Path, target: Path, label: str) -> Path:
-    """Flush the verified files and rename their directory into place (atomic within a file system)."""
+def _commit(model_dir: Path, target: Path, label: str, refresh: bool = False) -> Path:
+    """Flush the verified files and rename their directory into place (atomic within a file system).
+
+    A complete entry already there is replaced only on `refresh`; otherwise
+    another process (one without the lock) finished first, and its entry stays.
+    """
+    if _complete(target) and not refresh:
+        return target
     for path in model_dir.rglob("*"):
         if path.is_file():
             fsync(path, os.O_RDONLY)
