@@ -33,6 +33,7 @@ from thinc.api import Linear, Model, chain, with_array
 from thinc.layers.chain import init as chain_init
 from thinc.types import Floats2d, Floats3d
 
+from .config_value import ConfigValue, setting
 from .scalar_mix import ScalarMix
 
 DEFAULT_DROPOUT = 0.5
@@ -77,12 +78,15 @@ class ElmoListenerLayer(Model):
         self._outputs = None
         self._backprop = None
 
-    def __getstate__(self) -> dict:
-        # a batch received but never consumed (its component skipped it) holds the upstream's
-        # gradient callback, a closure: the pickled listener has received nothing
+    def __getstate__(self) -> Tuple[dict, dict]:
+        """What pickle and deepcopy keep: the attributes and thinc's `Model.__slots__` (its function,
+        dims, attrs, layers...), without a batch received but never consumed (its component skipped
+        it), which holds the upstream's gradient callback, a closure: the copy has received nothing."""
         state = dict(self.__dict__)
         state.update(_batch_id=None, _outputs=None, _backprop=None)
-        return state
+        slots = {name: getattr(self, name) for cls in type(self).__mro__
+                 for name in getattr(cls, "__slots__", ()) if hasattr(self, name)}
+        return state, slots
 
     def link(self, component) -> None:
         """Take the upstream's dims (layers, width), for docs it has not annotated."""
@@ -110,7 +114,7 @@ def _forward(model: ElmoListenerLayer, docs, is_train: bool):
         # the upstream did not run in this update: it must have annotated the docs
         outputs = []
         for doc in docs:
-            layers = doc._.elmo
+            layers = _upstream_layers(model, doc)
             if layers is None:
                 raise ValueError(
                     f"ElmoListener (upstream '{model.upstream_name}') got a doc without doc._.elmo during "
@@ -123,7 +127,7 @@ def _forward(model: ElmoListenerLayer, docs, is_train: bool):
     n_layers, width = model.maybe_get_dim("nL"), model.maybe_get_dim("nO")
     outputs = []
     for doc in docs:
-        layers = doc._.elmo
+        layers = _upstream_layers(model, doc)
         if layers is not None:
             outputs.append(model.ops.asarray3f(layers))
         elif n_layers and width:
@@ -135,6 +139,27 @@ def _forward(model: ElmoListenerLayer, docs, is_train: bool):
                 f"linked to an elmo component: {_UPSTREAM_HELP}"
             )
     return outputs, _empty_backprop
+
+
+def _upstream_layers(model: ElmoListenerLayer, doc):
+    """doc._.elmo, checked to come from this listener's upstream.
+
+    Every `elmo` component writes doc._.elmo; in a pipeline with two, the
+    second replaces the first's layers, and a listener of the first placed
+    after the second would read them (in training it receives its own
+    upstream's). That is refused, naming the remedy.
+    """
+    from ..pipeline.extensions import layers_source  # the pipeline package imports this module
+
+    layers = doc._.elmo
+    source = layers_source(doc) if layers is not None else None
+    if source is not None and model.upstream_name not in ("*", source):
+        raise ValueError(
+            f"ElmoListener (upstream '{model.upstream_name}') got doc._.elmo written by the elmo component "
+            f"'{source}', which ran after '{model.upstream_name}' and replaced its layers: put the components "
+            f"that listen to '{model.upstream_name}' before '{source}' in the pipeline"
+        )
+    return layers
 
 
 def _empty_backprop(d_outputs) -> list:  # module level, for pickling
@@ -159,11 +184,11 @@ def ElmoDropout(rate: float) -> Model[List[Floats2d], List[Floats2d]]:
     """
     if not 0.0 <= rate < 1.0:
         raise ValueError(f"dropout must be in [0, 1), got {rate}")
-    return Model("elmo-dropout", _dropout_forward, attrs={DROPOUT_ATTR: float(rate)})
+    return Model("elmo-dropout", _dropout_forward, attrs={DROPOUT_ATTR: ConfigValue(float(rate))})
 
 
 def _dropout_forward(model: Model, Xs: List[Floats2d], is_train: bool) -> Tuple[List[Floats2d], Callable]:
-    rate = model.attrs[DROPOUT_ATTR]
+    rate = float(setting(model, DROPOUT_ATTR))
     if not is_train or not rate:
         return Xs, _identity_backprop
     masks = [model.ops.get_dropout_mask(X.shape, rate) for X in Xs]
@@ -189,11 +214,11 @@ def GradFactor(factor: float) -> Model[List[Floats3d], List[Floats3d]]:
     """
     if not math.isfinite(factor):
         raise ValueError(f"grad_factor must be a finite number, got {factor}")
-    return Model("elmo-grad-factor", _grad_factor_forward, attrs={"grad_factor": float(factor)})
+    return Model("elmo-grad-factor", _grad_factor_forward, attrs={"grad_factor": ConfigValue(float(factor))})
 
 
 def _grad_factor_forward(model: Model, Xs: List[Floats3d], is_train: bool) -> Tuple[List[Floats3d], Callable]:
-    factor = model.attrs["grad_factor"]
+    factor = float(setting(model, "grad_factor"))
 
     def backprop(dXs: List[Floats3d]) -> List[Floats3d]:
         if factor == 1.0:

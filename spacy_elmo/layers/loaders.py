@@ -86,9 +86,10 @@ class WeightsLoader:
     loader, which a component's model keeps, pickles with the pipeline.
     """
 
-    def __init__(self, read: Callable[..., NativeModel], source: str) -> None:
+    def __init__(self, read: Callable[..., NativeModel], source: str, weights: Optional[str] = None) -> None:
         self._read = read
         self.source = source
+        self.weights = weights  # the `weights` setting that names the same model (None: the embedded one)
 
     def read(self, with_softmax: bool = False) -> NativeModel:
         """The model this loader names (its softmax and vocabulary only where asked and present)."""
@@ -117,25 +118,26 @@ def EmbeddedLoader(name: Optional[str] = None) -> WeightsLoader:
     if name is not None and not (DEFAULT_MODEL_DIR.parent / name / "elmo.json").is_file():
         available = sorted(p.name for p in DEFAULT_MODEL_DIR.parent.iterdir() if (p / "elmo.json").is_file())
         raise WeightsError(f"spacy-elmo.EmbeddedLoader.v1: no embedded model {name!r}; available: {available}")
-    return WeightsLoader(partial(_read_embedded, name), f"embedded model {name or DEFAULT_MODEL_DIR.name}")
+    weights = None if name in (None, DEFAULT_MODEL_DIR.name) else str(DEFAULT_MODEL_DIR.parent / name)
+    return WeightsLoader(partial(_read_embedded, name), f"embedded model {name or DEFAULT_MODEL_DIR.name}", weights)
 
 
 @thinc_registry.model_loaders("spacy-elmo.PublishedLoader.v1")  # type: ignore[attr-defined]
 def PublishedLoader(path: PathLike) -> WeightsLoader:
     """A directory of published ELMo weights: `options.json` + `weights.hdf5` (+ `vocab.txt`)."""
-    return WeightsLoader(partial(_read_published, path), str(path))
+    return WeightsLoader(partial(_read_published, path), str(path), str(path))
 
 
 @thinc_registry.model_loaders("spacy-elmo.NativeLoader.v1")  # type: ignore[attr-defined]
 def NativeLoader(path: PathLike) -> WeightsLoader:
     """A directory in this package's format (`elmo.json` + `bilm.safetensors`), as `pretrain` writes it."""
-    return WeightsLoader(partial(_read_native, path), str(path))
+    return WeightsLoader(partial(_read_native, path), str(path), str(path))
 
 
 @thinc_registry.model_loaders("spacy-elmo.SourceLoader.v1")  # type: ignore[attr-defined]
 def SourceLoader(source: PathLike) -> WeightsLoader:
     """Any model source: a directory of any layout, an archive, a URL, "OPTIONS_URL WEIGHTS_URL" or a catalogue name."""
-    return WeightsLoader(partial(load_model, source), str(source))
+    return WeightsLoader(partial(load_model, source), str(source), str(source))
 
 
 def _read_embedded(name: Optional[str], with_softmax: bool) -> NativeModel:

@@ -84,8 +84,11 @@ def doc_segments(
 def check_stride(stride: Optional[int], max_length: int) -> None:
     """A stride must be a whole number of tokens in [1, max_length] (None: no overlap)."""
     if stride is not None and not (isinstance(stride, int) and 1 <= stride <= max_length):
+        hint = ""
+        if isinstance(stride, int) and stride > max_length >= 1:  # e.g. max_length lowered, stride left at 192
+            hint = f"; lower stride with max_length (e.g. stride = {max(1, max_length * 3 // 4)}, three quarters of it)"
         raise ValueError(
-            f"stride must be between 1 and max_length ({max_length}), got {stride!r}; "
+            f"stride must be between 1 and max_length ({max_length}), got {stride!r}{hint}; "
             "stride = max_length reads long sentences in pieces without overlap"
         )
 

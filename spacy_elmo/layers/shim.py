@@ -118,7 +118,7 @@ class ElmoShim(PyTorchShim):
                     with torch.no_grad():
                         param.copy_(updated)
                 changed = True
-            param.grad.zero_()
+            param.grad = None  # as torch's zero_grad(set_to_none=True): a step without a gradient skips it
         self._grad_scaler.update()
         if changed:
             clear_cache = getattr(getattr(self._model, "bilm", None), "clear_cache", None)

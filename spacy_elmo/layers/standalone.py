@@ -22,8 +22,10 @@ from spacy.util import registry
 from thinc.api import Model
 from thinc.types import Floats2d, Floats3d
 
+from .config_value import ConfigValue
 from .listener import DEFAULT_DROPOUT, mix_chain
-from .loaders import ensure_weights
+from .bilm_model import drop_bilm
+from .loaders import LOADER_ATTR, ensure_weights, resolve_loader
 
 LISTENER = "spacy-elmo.ElmoListener.v1"
 STANDALONE = "spacy-elmo.ElmoStandalone.v1"
@@ -37,6 +39,7 @@ def ElmoStandalone(
     frozen: bool = True,
     dropout: float = DEFAULT_DROPOUT,
     grad_factor: float = 1.0,
+    weights: Optional[str] = None,
 ) -> Model[List, List[Floats2d]]:
     """A component's own biLM and mix: what a listener becomes after `replace_listeners`.
 
@@ -45,8 +48,15 @@ def ElmoStandalone(
     frozen: keep the biLM's weights fixed while the owning component trains.
     grad_factor: factor on the gradient into this biLM when it is not frozen
         (as the listener's factor on the gradient into the elmo component).
+    weights: the model that fills the biLM when it is built from this config
+        alone (as the elmo component's `weights`; null: the embedded English
+        biLM). A saved pipeline carries its own copy and never reads it.
     """
-    bilm.attrs["frozen"] = frozen
+    bilm.attrs["frozen"] = ConfigValue(bool(frozen))  # the config decides, also over a saved pipeline
+    if weights is not None:
+        bilm.attrs[LOADER_ATTR] = resolve_loader(weights)  # read on first use, unless loaded from disk
+        if bilm.attrs.get("fresh"):
+            drop_bilm(bilm)  # explicit weights win over sizes in the model block
     return mix_chain(bilm, width, mix, source="ElmoStandalone", dropout=dropout, grad_factor=grad_factor)
 
 
@@ -62,8 +72,15 @@ def replace_listener(model: Model, listener: Model, component: Any) -> Model:
     return model
 
 
-def replace_listener_cfg(bilm_cfg: Dict[str, Any], listener_cfg: Dict[str, Any], frozen: bool = True) -> Dict[str, Any]:
-    """The listener's config block, with each listener in it replaced by a standalone block."""
+def replace_listener_cfg(
+    bilm_cfg: Dict[str, Any], listener_cfg: Dict[str, Any], frozen: bool = True, weights: Optional[str] = None
+) -> Dict[str, Any]:
+    """The listener's config block, with each listener in it replaced by a standalone block.
+
+    `weights` names the model the component's biLM came from (its `weights`,
+    or what its [initialize] loader read), so that the block builds the same
+    biLM from the config alone.
+    """
     if listener_cfg.get("@architectures") == LISTENER:
         return {
             "@architectures": STANDALONE,
@@ -73,11 +90,12 @@ def replace_listener_cfg(bilm_cfg: Dict[str, Any], listener_cfg: Dict[str, Any],
             "frozen": frozen,
             "dropout": listener_cfg.get("dropout", DEFAULT_DROPOUT),
             "grad_factor": listener_cfg.get("grad_factor", 1.0),
+            "weights": weights,
         }
     result = dict(listener_cfg)
     for key, value in listener_cfg.items():
         if isinstance(value, dict):
-            result[key] = replace_listener_cfg(bilm_cfg, value, frozen)
+            result[key] = replace_listener_cfg(bilm_cfg, value, frozen, weights)
     return result
 
 

@@ -2,6 +2,7 @@
 from .component import Elmo, ElmoNotReady, make_elmo
 from .extensions import (
     ExtensionConflict,
+    RetokenizedError,
     get_doc_layers,
     get_doc_mixed,
     has_elmo,
@@ -18,6 +19,7 @@ __all__ = [
     "Elmo",
     "ElmoNotReady",
     "ExtensionConflict",
+    "RetokenizedError",
     "make_elmo",
     "get_doc_layers",
     "get_doc_mixed",

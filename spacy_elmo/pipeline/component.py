@@ -218,6 +218,7 @@ class Elmo(TrainablePipe):
             drop_bilm(model)  # explicit weights win over sizes in the model block: loaded on first use
         # what spaCy's replace_listeners looks for (see layers/standalone.py)
         model.attrs["replace_listener"] = replace_listener
+        self._filled_by: Optional[Callable] = None  # an [initialize] loader that filled the biLM
         self.frozen = bool(frozen)
 
     @property
@@ -287,7 +288,17 @@ class Elmo(TrainablePipe):
         self.cfg["frozen"] = bool(value)
         self.model.attrs["frozen"] = bool(value)
         self._pending = None  # a frozen biLM takes no gradient
-        self.model.attrs["replace_listener_cfg"] = partial(replace_listener_cfg, frozen=bool(value))
+        self._set_replace_listener_cfg()
+
+    def _set_replace_listener_cfg(self) -> None:
+        """What `replace_listeners` writes in a listener's place: a standalone block with this
+        component's `frozen` setting and the weights its biLM came from (its `weights`, or the
+        model its [initialize] loader read), so that the block builds the same biLM on its own."""
+        loader = self._filled_by or self.model.attrs.get(LOADER_ATTR)
+        weights = getattr(loader, "weights", self.cfg["weights"])
+        self.model.attrs["replace_listener_cfg"] = partial(
+            replace_listener_cfg, frozen=self.cfg["frozen"], weights=weights
+        )
 
     @property
     def is_trainable(self) -> bool:
@@ -347,10 +358,10 @@ class Elmo(TrainablePipe):
             set_doc_mix(doc, weights, gamma)
             mixed = mix_layers(doc_layers, weights, gamma) if store == "mix" or set_tensor else None
             if store == "layers":
-                set_doc_layers(doc, doc_layers.astype(dtype, copy=False), store=persist)
+                set_doc_layers(doc, doc_layers.astype(dtype, copy=False), store=persist, source=self.name)
             else:
                 assert mixed is not None
-                set_doc_mixed(doc, mixed.astype(dtype, copy=False), store=persist)  # float32: the same array
+                set_doc_mixed(doc, mixed.astype(dtype, copy=False), store=persist, source=self.name)  # float32: the same array
             if mixed is not None and set_tensor:
                 doc.tensor = mixed  # type: ignore[assignment]  # spaCy types it as float64
             if self.cfg["set_vector_hooks"]:
@@ -473,6 +484,8 @@ class Elmo(TrainablePipe):
             self.cfg["weights"] = str(weights)
         if loader is not None:
             loader(self.model)
+            self._filled_by = loader  # what replace_listeners' config names (in this process only)
+            self._set_replace_listener_cfg()
         self._check_ready()
         docs = [eg.predicted for eg in islice(get_examples(), 10)]
         self.model.initialize(X=docs)
@@ -573,6 +586,7 @@ class PendingBackward:
         self.bp_layers: Optional[Callable] = bp_layers
         self.d_layers = d_layers
         self.reported = 0
+        self.nonzero = False
 
     def add(self, one_d_layers: List[Any]) -> float:
         """Add one listener's gradient; return its summed square (the component's loss, as tok2vec's)."""
@@ -581,12 +595,21 @@ class PendingBackward:
             total += one
             loss += float((one**2).sum())
         self.reported += 1
+        self.nonzero = self.nonzero or loss != 0.0  # NaN counts as nonzero: it must reach the biLM's checks
         return loss
 
     def run(self) -> Any:
-        """The biLM's backward pass (its gradients accumulate on the parameters); once only."""
+        """The biLM's backward pass (its gradients accumulate on the parameters); once only.
+
+        Skipped when every listener sent zeros (all at `grad_factor = 0`):
+        the parameters then get no gradient at all, so the optimizer leaves
+        them alone (no weight decay either) and no time goes into a backward
+        pass that computes zeros.
+        """
         bp_layers, self.bp_layers = self.bp_layers, None
-        return bp_layers(self.d_layers) if bp_layers is not None else []
+        if bp_layers is None or not self.nonzero:
+            return []
+        return bp_layers(self.d_layers)
 
 
 def _check_readable(data: bytes, source: str) -> None:

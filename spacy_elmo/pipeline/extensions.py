@@ -13,7 +13,14 @@ mixed vectors (component setting `store = "mix"`): then `*._.elmo` are None
 and `*._.elmo_vector` read the stored mix. What is kept lives in
 `doc.user_data`, so `Doc.to_bytes` and `DocBin(store_user_data=True)` keep
 it; a component with `store_layers = false` keeps it outside user_data
-instead, and serialization drops it.
+instead, and serialization drops it. The name of the component that wrote
+them is kept beside them (`layers_source`), so that a listener can tell its
+own upstream's layers from those of a second `elmo` component that ran later.
+
+The layers hold one row per token of the doc as the component saw it. A doc
+retokenized afterwards (tokens merged or split, e.g. by `merge_entities`)
+no longer matches them, and reading them is a `RetokenizedError` rather than
+vectors silently shifted onto other tokens.
 """
 import weakref
 from typing import Any, Dict, List, Optional, Tuple, cast
@@ -25,6 +32,8 @@ LAYERS_KEY = ("._.", "elmo", None, None)
 MIX_KEY = ("._.", "elmo_mix", None, None)
 MIXED_KEY = ("._.", "elmo_mixed", None, None)
 """user_data key of the (len(doc), width) mixed vectors of a doc that keeps only the mix."""
+SOURCE_KEY = ("._.", "elmo_source", None, None)
+"""user_data key of the name of the component that wrote the doc's layers or mix."""
 # what components with store_layers = false keep: alive as long as their doc
 _TRANSIENT: "weakref.WeakKeyDictionary[Doc, numpy.ndarray]" = weakref.WeakKeyDictionary()
 _TRANSIENT_MIXED: "weakref.WeakKeyDictionary[Doc, numpy.ndarray]" = weakref.WeakKeyDictionary()
@@ -35,16 +44,45 @@ def _user_data(doc: Doc) -> Dict[Any, Any]:
     return cast(Dict[Any, Any], doc.user_data)
 
 
+class RetokenizedError(ValueError):
+    """The doc's ELMo rows no longer match its tokens: it was retokenized after the `elmo` component ran."""
+
+
+def _matching(doc: Doc, rows: Optional[numpy.ndarray], axis: int) -> Optional[numpy.ndarray]:
+    """`rows` (one per token along `axis`), checked against the doc's length."""
+    if rows is not None and rows.shape[axis] != len(doc):
+        source = layers_source(doc)
+        raise RetokenizedError(
+            f"doc._.elmo holds vectors for {rows.shape[axis]} tokens but the doc has {len(doc)}: it was "
+            f"retokenized (tokens merged or split, e.g. by merge_entities) after the "
+            f"'{source or 'elmo'}' component ran. Put the components that merge or split tokens before "
+            f"'{source or 'elmo'}' in the pipeline, or run '{source or 'elmo'}' on the doc again."
+        )
+    return rows
+
+
 def get_doc_layers(doc: Doc) -> Optional[numpy.ndarray]:
-    """Every layer of the doc, (L+1, len(doc), width); None when the doc keeps none (or only the mix)."""
+    """Every layer of the doc, (L+1, len(doc), width); None when the doc keeps none (or only the mix).
+
+    Raises `RetokenizedError` when the doc's length no longer matches them."""
     layers = _user_data(doc).get(LAYERS_KEY)
     if layers is None:
         layers = _TRANSIENT.get(doc)
-    return layers
+    return _matching(doc, layers, 1)
+
+
+def layers_source(doc: Doc) -> Optional[str]:
+    """The name of the component that set the doc's layers or mix (None: unknown, or nothing set)."""
+    return _user_data(doc).get(SOURCE_KEY)
+
+
+def _set_source(doc: Doc, source: Optional[str]) -> None:
+    if source is not None:
+        _user_data(doc)[SOURCE_KEY] = str(source)
 
 
 def _clear(doc: Doc) -> None:
-    for key in (LAYERS_KEY, MIXED_KEY):
+    for key in (LAYERS_KEY, MIXED_KEY, SOURCE_KEY):
         _user_data(doc).pop(key, None)
     _TRANSIENT.pop(doc, None)
     _TRANSIENT_MIXED.pop(doc, None)
@@ -61,10 +99,13 @@ def _as_array(value: Any, what: str) -> numpy.ndarray:
         raise ValueError(f"{what} must be a numpy array of floats, got {type(value).__name__} ({err})") from None
 
 
-def set_doc_layers(doc: Doc, layers: Optional[numpy.ndarray], store: bool = True) -> None:
+def set_doc_layers(
+    doc: Doc, layers: Optional[numpy.ndarray], store: bool = True, source: Optional[str] = None
+) -> None:
     """Attach layers (replacing whatever layers or mix the doc kept); with store=False they are not serialized.
 
-    Wrong input is a ValueError that leaves what the doc kept as it was."""
+    `source`: the name of the component that computed them. Wrong input is a
+    ValueError that leaves what the doc kept as it was."""
     if layers is not None:
         layers = _as_array(layers, "doc._.elmo")
         if layers.ndim != 3 or layers.shape[1] != len(doc):
@@ -72,18 +113,22 @@ def set_doc_layers(doc: Doc, layers: Optional[numpy.ndarray], store: bool = True
     _clear(doc)
     if layers is None:
         return
+    _set_source(doc, source)
     if store:
         _user_data(doc)[LAYERS_KEY] = layers
     else:
         _TRANSIENT[doc] = layers
 
 
-def set_doc_mixed(doc: Doc, vectors: Optional[numpy.ndarray], store: bool = True) -> None:
+def set_doc_mixed(
+    doc: Doc, vectors: Optional[numpy.ndarray], store: bool = True, source: Optional[str] = None
+) -> None:
     """Keep only the mixed vectors, (len(doc), width), in place of the layers (which are removed).
 
     `*._.elmo_vector` then read them as they are (the mix and gamma already
-    applied); with store=False they are not serialized. Wrong input is a
-    ValueError that leaves what the doc kept as it was.
+    applied); with store=False they are not serialized. `source`: the name of
+    the component that computed them. Wrong input is a ValueError that leaves
+    what the doc kept as it was.
     """
     if vectors is not None:
         vectors = _as_array(vectors, "mixed ELMo vectors")
@@ -92,6 +137,7 @@ def set_doc_mixed(doc: Doc, vectors: Optional[numpy.ndarray], store: bool = True
     _clear(doc)
     if vectors is None:
         return
+    _set_source(doc, source)
     if store:
         _user_data(doc)[MIXED_KEY] = vectors
     else:
@@ -103,7 +149,7 @@ def get_doc_mixed(doc: Doc) -> Optional[numpy.ndarray]:
     vectors = _user_data(doc).get(MIXED_KEY)
     if vectors is None:
         vectors = _TRANSIENT_MIXED.get(doc)
-    return vectors
+    return _matching(doc, vectors, 0)
 
 
 def has_elmo(doc: Doc) -> bool:
@@ -273,7 +319,10 @@ __all__ = [
     "set_doc_mix",
     "get_doc_mix",
     "set_vector_hooks",
+    "layers_source",
     "LAYERS_KEY",
     "MIXED_KEY",
+    "SOURCE_KEY",
     "ExtensionConflict",
+    "RetokenizedError",
 ]

@@ -229,10 +229,13 @@ def test_config_round_trip_with_the_new_keys(allennlp_dir, tmp_path):
     nlp.to_disk(tmp_path / "pipeline")
     loaded = spacy.load(tmp_path / "pipeline")
     assert _settings(loaded, "tagger") == (0.25, 0.5) and _settings(loaded, "ner") == (0.5, 1.0)
-    # the saved values are the model's: an edited config does not change them at load
-    edited = spacy.load(tmp_path / "pipeline", config={"components.tagger.model.tok2vec.dropout": 0.1})
+    # the config decides, as for the elmo component: an override at load is what the model uses
+    edited = spacy.load(tmp_path / "pipeline", config={"components.tagger.model.tok2vec.dropout": 0.1,
+                                                       "components.tagger.model.tok2vec.grad_factor": 0.0})
     assert edited.config["components"]["tagger"]["model"]["tok2vec"]["dropout"] == 0.1
-    assert _settings(edited, "tagger") == (0.25, 0.5)
+    assert _settings(edited, "tagger") == (0.1, 0.0)
+    edited.to_disk(tmp_path / "edited")
+    assert _settings(spacy.load(tmp_path / "edited"), "tagger") == (0.1, 0.0)
     doc = nlp("the cat sat")
     other = loaded("the cat sat")
     numpy.testing.assert_array_equal(nlp.get_pipe("tagger").model.predict([doc])[0],

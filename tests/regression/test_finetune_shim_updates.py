@@ -65,9 +65,9 @@ def test_the_in_place_update_equals_thincs():
     for _ in range(3):
         PyTorchShim.finish_update(thinc_shim, thinc_optimizer)
         ours.finish_update(our_optimizer)
-        for module in (thinc_module, our_module):
-            module.weight.grad.fill_(0.5)
-            module.bias.grad.fill_(-0.25)
+        for module in (thinc_module, our_module):  # thinc's shim zeroes the gradients, ours drops them
+            module.weight.grad = torch.full_like(module.weight, 0.5)
+            module.bias.grad = torch.full_like(module.bias, -0.25)
     assert torch.equal(thinc_module.weight, our_module.weight) and torch.equal(thinc_module.bias, our_module.bias)
     assert not torch.equal(our_module.weight, _linear_shim()[1].weight)  # the update moved it
 
