@@ -3,6 +3,7 @@
     python scripts/pretrain.py --elmo-model shipped      # nothing to do
     python scripts/pretrain.py --elmo-model pretrained --train T --dev D [--output training/pretrain]
         [--word-table training/word_table | --word-table none] [--passes 2 | --passes 1] [--overwrite]
+        [PRETRAIN OVERRIDES...]
 
 `pretrained` follows the embedded model's recipe. The GloVe word table is
 built first by scripts/build_word_table.py from the training text (needs
@@ -14,6 +15,9 @@ second pass (OUTPUT, from the first pass's biLM in OUTPUT-pass1) goes over
 the text again with the table fine-tuned and a fresh softmax started from
 the table, as the shipped model was trained. `--passes 1` stops after the
 first pass (in OUTPUT); `--word-table none` trains the character CNN alone.
+Other `--section.key value` options go to both passes' `spacy_elmo pretrain`;
+without them the config's settings hold, `threads = 2` among them (the
+shipped model was trained on one thread: `--training.threads 1`).
 
 A run already under way, or one stopped by a signal, continues from its
 checkpoint. A finished one (its model-last says so: `run_finished`) is kept

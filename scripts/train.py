@@ -1,7 +1,7 @@
 """Train a pipeline for the project from a config, resumably, recording the wall time and choosing the biLM.
 
     python scripts/train.py CONFIG OUTPUT_DIR --train T.spacy --dev D.spacy
-        [--elmo-model shipped|pretrained] [--pretrained-dir DIR] [--max-steps N]
+        [--elmo-model none|shipped|pretrained] [--pretrained-dir DIR] [--max-steps N]
         [--gpu-id G] [--max-minutes M] [--resume | --overwrite] [SPACY TRAIN OVERRIDES...]
 
 `spacy train`'s steps (the config's [training] block, the same overrides on

@@ -116,15 +116,53 @@ def conllu_rows_of_text(text: str, limit: int = 0) -> List[List[List[str]]]:
     return sentences
 
 
+def check_counts(n_sents: int, limit: int) -> None:
+    """A ValueError for a doc of fewer than 1 sentence or a negative `limit` (0: all), which
+    would fail deep in a converter or, as a slice's end, silently drop the last sentences."""
+    if n_sents < 1:
+        raise ValueError(f"n_sents must be 1 or more, got {n_sents}")
+    if limit < 0:
+        raise ValueError(f"limit must be 0 (all) or more, got {limit}")
+
+
 def ud_docs(path: PathLike, n_sents: int = 10, limit: int = 0) -> List[Doc]:
-    """Docs of `n_sents` gold sentences each, from a CoNLL-U file (syntactic words as tokens)."""
+    """Docs of `n_sents` gold sentences each, from a CoNLL-U file (syntactic words as tokens).
+
+    The converter is given the same lines the check read (`_lines`: "\r\n" endings and all), one
+    sentence's token lines apart from the next's by one empty line: it splits at "\n\n" and takes
+    every line of a block for a token, so a "\r", a run of empty lines or a block of comments alone
+    would reach it as a malformed token. A file without token lines gives no docs.
+    """
     from spacy.training.converters import conllu_to_docs
 
-    text = _read_text(path)
-    if limit:
-        text = "\n\n".join(text.strip().split("\n\n")[:limit]) + "\n"
-    check_conllu(text, path)
+    check_counts(n_sents, limit)
+    read, sentences = _conllu_sentences(_read_text(path), limit)
+    check_conllu("\n".join(read), path)
+    if not sentences:
+        return []
+    text = "\n\n".join("\n".join(rows) for rows in sentences) + "\n"
     return list(conllu_to_docs(text, n_sents=n_sents, no_print=True))
+
+
+def _conllu_sentences(text: str, limit: int = 0) -> Tuple[List[str], List[List[str]]]:
+    """(the lines read, each sentence's token lines): a CoNLL-U file's `_lines` up to the end of
+    its `limit`-th sentence (0: all), and the lines of each sentence among them that are not
+    comments; a block of comments alone is no sentence. The lines read are a prefix of the
+    file's, so a check of them names the file's own line numbers."""
+    lines = _lines(text)
+    sentences: List[List[str]] = []
+    rows: List[str] = []
+    for number, line in enumerate(lines + [""]):
+        if line.strip():
+            if not line.startswith("#"):
+                rows.append(line)
+            continue
+        if rows:
+            sentences.append(rows)
+            rows = []
+            if limit and len(sentences) >= limit:
+                return lines[:number], sentences
+    return lines, sentences
 
 
 _CONLLU_ID = re.compile(r"^(\d+|\d+-\d+|\d+\.\d+)$")
@@ -168,10 +206,12 @@ _IOB2_TAG = re.compile(r"^(O|[BI]-\S+)$")
 
 
 def _iob2_sentences(text: str, path: PathLike = "<text>") -> Iterator[Tuple[List[str], List[str]]]:
-    """(words, tags) per sentence of `INDEX<TAB>WORD<TAB>TAG...` lines; anything else is refused."""
+    """(words, tags) per sentence of `INDEX<TAB>WORD<TAB>TAG...` lines; anything else (an empty word
+    too) is refused. Lines end at "\n" only, as in CoNLL-U (`_lines`): a word may hold U+2028 or a
+    form feed, which `str.splitlines` would split at, and the line numbers would drift."""
     words: List[str] = []
     tags: List[str] = []
-    for number, line in enumerate(text.splitlines() + [""], 1):
+    for number, line in enumerate(_lines(text) + [""], 1):
         if not line.strip():
             if words:
                 yield words, tags
@@ -189,12 +229,15 @@ def _iob2_sentences(text: str, path: PathLike = "<text>") -> Iterator[Tuple[List
                 f"{path}: line {number}: tag {columns[2][:30]!r} is not IOB2 (O, B-TYPE or I-TYPE); "
                 "is this a Universal NER file?"
             )
+        if not columns[1]:
+            raise CorpusError(f"{path}: line {number}: the word (column 2) is empty")
         words.append(columns[1])
         tags.append(columns[2])
 
 
 def uner_docs(path: PathLike, n_sents: int = 10, limit: int = 0, vocab: Optional[Vocab] = None) -> List[Doc]:
     """Docs with gold entities (PER, LOC, ORG) from a Universal NER IOB2 file."""
+    check_counts(n_sents, limit)
     vocab = vocab or Vocab()
     sentences = list(_iob2_sentences(_read_text(path), path))
     if limit:
@@ -230,6 +273,6 @@ def write_docbin(docs: List[Doc], output: PathLike) -> Path:
 
 
 __all__ = [
-    "check_conllu", "conllu_rows", "conllu_rows_of_text", "conllu_words", "decode_corpus", "find_input", "ud_docs",
-    "uner_docs", "write_docbin", "CorpusError",
+    "check_conllu", "check_counts", "conllu_rows", "conllu_rows_of_text", "conllu_words", "decode_corpus", "find_input",
+    "ud_docs", "uner_docs", "write_docbin", "CorpusError",
 ]

@@ -19,6 +19,13 @@ class BiLMOutput:
     layers: torch.Tensor
     lengths: torch.Tensor
 
+    def mask(self) -> torch.Tensor:
+        """(batch, time) booleans, True at each row's real positions (those before its length), on
+        the layers' device: to select or weight the real tokens of `layers` without a loop."""
+        time = self.layers.shape[2]
+        positions = torch.arange(time, device=self.layers.device)
+        return positions[None, :] < self.lengths.to(self.layers.device)[:, None]
+
     def unpadded(self) -> List[torch.Tensor]:
         """Per row: (L+1, length, width)."""
         return [self.layers[:, i, :n] for i, n in enumerate(self.lengths.tolist())]

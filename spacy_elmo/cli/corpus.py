@@ -1,11 +1,14 @@
 """`corpus`: evaluation corpora (UD CoNLL-U, Universal NER IOB2) to .spacy files."""
 from pathlib import Path
-from typing import Optional
+from typing import TYPE_CHECKING, List, Optional, Tuple
 
 import typer
 from wasabi import msg
 
-from ._util import fail
+from ._util import check_at_least, fail
+
+if TYPE_CHECKING:
+    from spacy.tokens import Doc
 
 
 def corpus_cli(
@@ -22,21 +25,36 @@ def corpus_cli(
 
     if kind not in ("ud", "ner"):
         fail(f"KIND must be 'ud' or 'ner', got {kind!r}")
+    check_at_least("--n-sents", n_sents, 1)
+    check_at_least("--limit", limit, 0, "0: all")
+    if dev_output is not None and not 0.0 < dev_fraction < 1.0:
+        fail("--dev-fraction must be between 0 and 1")
     try:
         docs = ud_docs(input_path, n_sents, limit) if kind == "ud" else uner_docs(input_path, n_sents, limit)
     except CorpusError as err:
         fail(str(err))
     if not docs:
         fail(f"{input_path}: no sentences found")
-    held_out = []
+    held_out: List["Doc"] = []
     if dev_output is not None:
-        if not 0.0 < dev_fraction < 1.0:
-            fail("--dev-fraction must be between 0 and 1")
-        n_dev = max(1, int(round(len(docs) * dev_fraction)))
-        docs, held_out = docs[:-n_dev], docs[-n_dev:]
+        docs, held_out = split_off(docs, dev_fraction, n_sents)
         write_docbin(held_out, dev_output)
     write_docbin(docs, output_path)
     n_tokens = sum(len(d) for d in docs)
     msg.good(f"Wrote {len(docs)} docs ({n_tokens:,} tokens) to {output_path}")
     if held_out:
         msg.good(f"Wrote {len(held_out)} held-out docs to {dev_output}")
+
+
+def split_off(docs: List["Doc"], fraction: float, n_sents: int) -> Tuple[List["Doc"], List["Doc"]]:
+    """(the docs to train on, the last `fraction` of them held out, at least one), or exit
+    before anything is written when either side would be empty: a training file of no docs
+    was written with exit 0 and went unnoticed until training on it."""
+    n_dev = max(1, int(round(len(docs) * fraction)))
+    if n_dev >= len(docs):
+        fail(
+            f"--dev-output: {len(docs)} doc(s) of up to {n_sents} sentences leave no training docs when "
+            f"--dev-fraction {fraction:g} holds out {n_dev}; give more sentences, a smaller --n-sents or "
+            "a smaller --dev-fraction"
+        )
+    return docs[:-n_dev], docs[-n_dev:]

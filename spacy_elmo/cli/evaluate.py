@@ -1,12 +1,16 @@
 """`evaluate`: score a trained pipeline and show what each task learned from the biLM."""
 from pathlib import Path
-from typing import Any, Dict, Optional
+from typing import TYPE_CHECKING, Any, Dict, List, Optional
 
 import srsly
 import typer
 from wasabi import msg
 
-from ._util import fail
+from ._util import check_at_least, fail
+
+if TYPE_CHECKING:
+    from spacy.language import Language
+    from spacy.training import Example
 
 _METRICS = [
     ("tag_acc", "TAG (XPOS)"),
@@ -38,12 +42,53 @@ def layer_mixes(nlp) -> Dict[str, Dict[str, Any]]:
     return mixes
 
 
+def check_output(output: Optional[Path]) -> None:
+    """Exit with one message if the scores cannot be written to `output` (None: not asked for).
+
+    Checked before the pipeline is loaded, as `embed` checks its output: found when the JSON is
+    written, a missing folder or a folder in the file's place cost the whole evaluation.
+    """
+    if output is None:
+        return
+    if output.is_dir():
+        fail(f"--output {output}: is a directory; the scores are one JSON file")
+    if not output.parent.is_dir():
+        fail(f"--output {output}: no such directory {output.parent} for it; create it first")
+
+
+def use_gpu(gpu_id: int) -> None:
+    """Run spaCy on GPU `gpu_id` (-1: stay on CPU), or exit with one message where it cannot
+    (no CuPy, no GPU): thinc's ValueError was a traceback."""
+    if gpu_id < 0:
+        return
+    from thinc.api import require_gpu
+
+    try:
+        require_gpu(gpu_id)
+    except ValueError as err:
+        fail(f"--gpu-id {gpu_id}: spaCy cannot use the GPU ({err})")
+
+
+def read_examples(nlp: "Language", data_path: Path) -> List["Example"]:
+    """The gold examples of DATA_PATH for `nlp`, or exit with one message: a file that is not a
+    DocBin (spaCy's [E1014] ValueError, a traceback before) or that holds no documents."""
+    from spacy.training import Corpus
+
+    try:
+        examples = list(Corpus(data_path, gold_preproc=False)(nlp))
+    except ValueError as err:
+        fail(f"{data_path}: cannot read it as a .spacy file ({err})")
+    if not examples:
+        fail(f"{data_path}: no documents")
+    return examples
+
+
 def evaluate_cli(
     model: str = typer.Argument(..., help="Trained pipeline: a directory or an installed package name"),
     data_path: Path = typer.Argument(..., help=".spacy file with gold annotations", exists=True, dir_okay=False),
     output: Optional[Path] = typer.Option(None, "--output", "-o", help="Write scores and layer mixes as JSON here"),
     gpu_id: int = typer.Option(-1, "--gpu-id", "-g", help="GPU to use (-1: CPU)"),
-    batch_size: int = typer.Option(256, "--batch-size", "-b", help="Docs per batch"),
+    batch_size: int = typer.Option(256, "--batch-size", "-b", help="Docs per batch (1 or more)"),
 ) -> None:
     """Evaluate MODEL on DATA_PATH (spaCy's scorer) and print each component's layer mix.
 
@@ -51,18 +96,15 @@ def evaluate_cli(
     (layer 0 = character CNN, then one per LSTM layer) and its scale gamma.
     """
     import spacy
-    from spacy.training import Corpus
-    from thinc.api import require_gpu
 
-    if gpu_id >= 0:
-        require_gpu(gpu_id)
+    check_at_least("--batch-size", batch_size, 1)
+    check_output(output)
+    use_gpu(gpu_id)
     try:
         nlp = spacy.load(model)
     except (OSError, IOError) as err:
         fail(f"cannot load pipeline {model}: {err}")
-    examples = list(Corpus(data_path, gold_preproc=False)(nlp))
-    if not examples:
-        fail(f"{data_path}: no documents")
+    examples = read_examples(nlp, data_path)
     scores = nlp.evaluate(examples, batch_size=batch_size)
     mixes = layer_mixes(nlp)
     rows = []
