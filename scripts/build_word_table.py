@@ -10,7 +10,10 @@ ordered by frequency), never from files committed to this repository. The
 table keeps the words that matter: the `--top-text` most frequent words of
 the pretraining text (tokenized as `pretrain` does, with spaCy's `--lang`
 tokenizer, lower-cased) that the vector file has, plus the vector file's
-`--top-vectors` first (most frequent) words. It writes OUT/vectors.npy,
+`--top-vectors` first (most frequent) words. Unless `--cased`, the table
+is looked up lower-cased, so the file's words are lower-cased too: of the
+forms that lower-case alike ("Apple", "apple"), the first (most frequent)
+row is kept. It writes OUT/vectors.npy,
 OUT/words.txt and OUT/table.json (source, licence, pruning, counts,
 checksums); see spacy_elmo/pretrain/word_table.py.
 
@@ -37,7 +40,7 @@ from wasabi import msg
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-from spacy_elmo.pretrain.text_corpus import open_text  # noqa: E402
+from spacy_elmo.pretrain.text_corpus import CorpusError, read_lines  # noqa: E402
 from spacy_elmo.pretrain.word_table import (  # noqa: E402
     VECTORS_FILE, select_rows, write_spacy_vectors, write_word2vec_text, write_word_table,
 )
@@ -88,11 +91,10 @@ def read_words(path: Path) -> List[str]:
 def text_lines(paths: Iterable[Path], max_lines: int) -> Iterable[str]:
     def lines() -> Iterable[str]:
         for path in paths:
-            with open_text(path) as handle:
-                for line in handle:
-                    line = line.strip()
-                    if line:
-                        yield line
+            for line in read_lines(path):  # a damaged .gz: CorpusError naming it
+                line = line.strip()
+                if line:
+                    yield line
 
     return itertools.islice(lines(), max_lines) if max_lines else lines()
 
@@ -140,6 +142,11 @@ def main(argv: Optional[List[str]] = None) -> None:
     array_path, words_path, dist = package_files(args.package)
     msg.info(f"{args.package} {dist.version}: {array_path.name}, {words_path.name}")
     vector_words = read_words(words_path)
+    if lowercase:
+        # the table is looked up lower-cased: a cased file's "Apple" and "apple" are one key, and its
+        # first (most frequent) row is the one select_rows keeps; a cased word kept as it is could
+        # never be looked up (write_word_table refuses one)
+        vector_words = [word.lower() for word in vector_words]
     vectors = numpy.load(array_path, mmap_mode="r", allow_pickle=False)
     if vectors.ndim != 2 or vectors.shape[0] != len(vector_words):
         msg.fail(f"{array_path}: shape {vectors.shape} does not fit {len(vector_words)} words", exits=1)
@@ -147,7 +154,10 @@ def main(argv: Optional[List[str]] = None) -> None:
     for path in args.text:
         if not path.is_file():
             msg.fail(f"text not found: {path}", exits=1)
-    counts, n_lines, n_tokens = count_text(args.text, args.lang, lowercase, args.max_lines)
+    try:
+        counts, n_lines, n_tokens = count_text(args.text, args.lang, lowercase, args.max_lines)
+    except CorpusError as err:
+        msg.fail(str(err), exits=1)
     rows = select_rows(vector_words, counts, args.top_text, args.top_vectors)
     words = [vector_words[r] for r in rows]
     table_vectors = numpy.asarray(vectors[rows], dtype=numpy.float32)

@@ -77,6 +77,8 @@ class BiLMConfig:
                 problems.append(f"n_characters must be 261 or 262 for byte inputs, got {self.n_characters}")
             elif self.characters == "dictionary" and self.n_characters < 1:
                 problems.append("a character dictionary needs n_characters >= 1")
+            if self.char_embedding_dim < 1:
+                problems.append(f"char_embedding_dim must be >= 1, got {self.char_embedding_dim}")
             if self.max_characters_per_token < 3:
                 problems.append("max_characters_per_token must be >= 3 (begin, one byte, end)")
             if self.activation not in ("relu", "tanh"):

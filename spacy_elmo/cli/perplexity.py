@@ -30,7 +30,7 @@ def perplexity_cli(
 ) -> None:
     """Forward, backward and mean perplexity of MODEL_PATH on TEXT_PATH."""
     from ..io.errors import WeightsError
-    from ..pretrain.text_corpus import TOKENIZERS, SpacyRequired, text_segments
+    from ..pretrain.text_corpus import TOKENIZERS, CorpusError, SpacyRequired, text_segments
 
     if tokenizer not in TOKENIZERS:
         fail(f"--tokenizer {tokenizer!r}: choose one of {TOKENIZERS}")
@@ -52,7 +52,7 @@ def perplexity_cli(
     lm.to(pick_device(gpu_id))
     try:
         segments = text_segments(text_path, lang, max_length, tokenizer)
-    except SpacyRequired as err:
+    except (SpacyRequired, CorpusError) as err:  # a gzip file cut short or not gzip at all: one line
         fail(str(err))
     if not segments:
         fail(f"{text_path}: no tokens to score")

@@ -308,7 +308,23 @@ def load_config(path: Optional[Union[str, Path]] = None, overrides: Optional[Dic
         registry.resolve(config, schema=PretrainSchema, validate=True)
     except ConfigValidationError as err:
         raise SettingsError("; ".join(_describe(error, config) for error in err.errors or [])) from None
+    _check_vocab_file(config["paths"]["vocab"])
     return config
+
+
+def _check_vocab_file(vocab: Optional[str]) -> None:
+    """`[paths] vocab`, where set, must name a readable file (the error names the setting, which the
+    reader's own "[Errno 2] No such file or directory" would not)."""
+    if not vocab:
+        return
+    path = Path(vocab)
+    if path.is_dir():
+        raise SettingsError(f"[paths] vocab = {vocab!r}: is a directory; it names a vocabulary file (one word a line)")
+    if not path.is_file():
+        raise SettingsError(
+            f"[paths] vocab = {vocab!r}: no such file; name a vocabulary file (one word a line), or set it to null "
+            "to build the vocabulary from the training text"
+        )
 
 
 OVERRIDES_VARIABLE = "SPACY_CONFIG_OVERRIDES"
@@ -318,7 +334,9 @@ def parse_overrides(args: List[str], env_var: Optional[str] = OVERRIDES_VARIABLE
     """Dotted settings from command-line arguments (`--training.max_steps 100`,
     `--training.max_steps=100`, a bare `--section.flag` for true) and from the
     environment variable `env_var` (same form; it wins), as spaCy's commands read
-    them: values are JSON where they parse as JSON, else strings."""
+    them: values are JSON where they parse as JSON, else strings. A value is taken
+    as it is (after `=`, only the name loses its leading `--`); a "-" in a name is
+    read as "_" in both forms (`--training.max-steps 3`)."""
     env_string = os.environ.get(env_var, "") if env_var else ""
     return {**_parse_override_args(list(args), "the command line"),
             **_parse_override_args(shlex.split(env_string), f"${env_var}")}
@@ -330,16 +348,15 @@ def _parse_override_args(args: List[str], source: str) -> Dict[str, Any]:
         arg = args.pop(0)
         if not arg.startswith("--"):
             raise SettingsError(f"invalid override {arg!r} in {source}: a setting starts with --")
-        name = arg.replace("--", "")
+        # only the leading "--" is the option's mark: a value (`--paths.train=/data/a--b.txt`) keeps its own
+        name, has_value, value = arg[2:].partition("=")
+        # setting names are spelt with "_", never "-": `--training.max-steps` is `training.max_steps` in
+        # either form (spaCy maps "-" only in the `=` form; no setting here has a "-" to keep)
+        name = name.replace("-", "_")
         if "." not in name:
             raise SettingsError(f"invalid override {arg!r} in {source}: name a setting as --section.key")
-        if "=" in name:
-            name, value = name.split("=", 1)
-            name = name.replace("-", "_")
-        elif not args or args[0].startswith("--"):
-            value = "true"
-        else:
-            value = args.pop(0)
+        if not has_value:
+            value = "true" if not args or args[0].startswith("--") else args.pop(0)
         try:
             result[name] = srsly.json_loads(value)
         except ValueError:

@@ -11,11 +11,13 @@ epochs of the same run, read the vectors instead of running the teacher.
 A segment is found by the hash of its tokens, so the batches may group and
 order segments in any way; a sentence that is not in the cache (a corpus it
 was not built for) is an error, never a silent zero. Each cache lives in a
-subdirectory named by a key over the teacher, its layer, its settings, the
-corpus and `dim`, so a changed setting builds a new one. A build writes into
-a partial directory and records its progress every few hundred segments: an
-interrupted build continues where it stopped, and only a complete one is
-renamed into place.
+subdirectory named by a key over the teacher (its directory and a fingerprint
+of its files: a teacher overwritten in place is another teacher), its layer,
+its settings, the corpus and `dim`, so a changed setting builds a new one. A
+build writes into a partial directory and records its progress every few
+hundred segments (each record replacing the last atomically): an interrupted
+build continues where it stopped (from the start, where the record cannot be
+read), and only a complete one is renamed into place.
 
 Files: `meta.json` (what it was built from), `keys.npy` (sorted 64-bit
 segment hashes), `starts.npy` (each key's first row), `vectors.f16` (rows x
@@ -26,6 +28,7 @@ did not see) and
 import hashlib
 import json
 import shutil
+import sys
 from pathlib import Path
 from typing import Any, Callable, Dict, Iterable, Iterator, List, Optional, Sequence, Tuple
 
@@ -34,12 +37,15 @@ import torch
 from tqdm import tqdm
 
 from ..faults import fault_point
+from ..io.atomic import atomic_path
 from .distill import DistillError, Teacher
 
 CACHE_VERSION = 1
 FIT_TOKENS = 50_000  # teacher vectors of the corpus's first tokens that the projection is fitted on
 BATCH_TOKENS = 4096  # tokens per teacher call while building
 PROGRESS_EVERY = 64  # teacher calls between two progress records
+HASH_BYTES = 16 << 20  # a teacher's files up to this size are fingerprinted by their contents; larger ones
+# (the weights) by size and modification time, so that a 90 MB model is not read again on every run
 
 
 def segment_key(tokens: Sequence[str]) -> int:
@@ -53,6 +59,8 @@ def cache_key(teacher: Teacher, corpus_info: Dict[str, Any], dim: int) -> str:
     wanted = {
         "version": CACHE_VERSION,
         "teacher": str(Path(teacher.directory).resolve()),
+        # what is in the directory, not only its name: a teacher overwritten in place builds a new cache
+        "teacher_files": teacher_fingerprint(teacher.directory),
         "layer": teacher.layer,
         "max_wordpieces": teacher.max_wordpieces,
         "precision": teacher.precision,
@@ -60,6 +68,25 @@ def cache_key(teacher: Teacher, corpus_info: Dict[str, Any], dim: int) -> str:
         "dim": dim,
     }
     return hashlib.sha1(json.dumps(wanted, sort_keys=True).encode()).hexdigest()[:16]
+
+
+def teacher_fingerprint(directory: Path) -> str:
+    """A digest of a teacher directory's files (its top level, hidden files left out): the
+    contents of the small ones (config.json, tokenizer.json, vocab.txt), and the size and
+    modification time of those over `HASH_BYTES` (the weights)."""
+    digest = hashlib.blake2b(digest_size=16)
+    directory = Path(directory)
+    for path in sorted(directory.iterdir()) if directory.is_dir() else []:
+        if path.name.startswith(".") or not path.is_file():
+            continue  # hidden files (a download's .cache/, locks) and subdirectories are no part of the model
+        stat = path.stat()
+        digest.update(f"{path.name}\0{stat.st_size}\0".encode("utf-8"))
+        if stat.st_size <= HASH_BYTES:
+            digest.update(hashlib.blake2b(path.read_bytes(), digest_size=16).digest())
+        else:
+            digest.update(f"{stat.st_mtime_ns}".encode())
+        digest.update(b"\n")
+    return digest.hexdigest()
 
 
 class CachedTeacher:
@@ -142,7 +169,7 @@ def build_cache(
     partial.mkdir(parents=True, exist_ok=True)
     n_tokens = int(corpus_info["tokens"])
     state_file = partial / "progress.json"
-    state = json.loads(state_file.read_text()) if state_file.is_file() else {"segments": 0, "rows": 0}
+    state = _read_progress(state_file)
     projection = _projection(teacher, segments, partial, dim)
     vectors = numpy.memmap(partial / "vectors.f16", dtype=numpy.float16, mode="r+" if state["rows"] else "w+",
                            shape=(max(1, n_tokens), dim))
@@ -182,7 +209,8 @@ def build_cache(
         if calls % PROGRESS_EVERY == 0 and done_segments > state["segments"]:
             vectors.flush()
             state = {"segments": done_segments, "rows": rows}
-            state_file.write_text(json.dumps(state))
+            with atomic_path(state_file) as tmp:  # a kill mid-write leaves the previous record, never half of one
+                tmp.write_text(json.dumps(state))
         fault_point("teacher_cache.batch")  # tests interrupt a build here (faults.py)
     bar.close()
     vectors.flush()
@@ -194,6 +222,7 @@ def build_cache(
     meta = {
         "version": CACHE_VERSION,
         "teacher": str(teacher.directory),
+        "teacher_files": teacher_fingerprint(teacher.directory),
         "teacher_layer": teacher.layer,
         "teacher_precision": teacher.precision,
         "max_wordpieces": teacher.max_wordpieces,
@@ -204,13 +233,33 @@ def build_cache(
         "segments": len(first_row),
         "corpus": corpus_info,
     }
-    (partial / "meta.json").write_text(json.dumps(meta, indent=2))  # written last: the cache is complete
+    with atomic_path(partial / "meta.json") as tmp:  # written last: the cache is complete
+        tmp.write_text(json.dumps(meta, indent=2))
     state_file.unlink(missing_ok=True)
     if final.exists():  # another process finished the same cache first
         shutil.rmtree(partial)
     else:
         partial.rename(final)
     return CachedTeacher(final)
+
+
+def _read_progress(state_file: Path) -> Dict[str, int]:
+    """The progress record of an interrupted build ({"segments", "rows"} written so far), or a fresh
+    start where there is none or it cannot be read (a record torn by an older version's
+    plain write): the vectors are then computed again from the first segment."""
+    fresh = {"segments": 0, "rows": 0}
+    if not state_file.is_file():
+        return fresh
+    try:
+        state = json.loads(state_file.read_text(encoding="utf-8"))
+        state = {name: int(state[name]) for name in ("segments", "rows")}
+        if min(state.values()) < 0:
+            raise ValueError(f"negative counts {state}")
+    except (OSError, ValueError, TypeError, KeyError) as err:
+        print(f"teacher cache: {state_file} is not readable ({err}); building the cache from the start",
+              file=sys.stderr)
+        return fresh
+    return state
 
 
 def _projection(
@@ -252,4 +301,5 @@ def load_projection(directory: Path) -> Optional[Tuple[numpy.ndarray, numpy.ndar
     return saved["mean"], saved["directions"]
 
 
-__all__ = ["CachedTeacher", "build_cache", "cache_key", "fit_projection", "load_projection", "segment_key"]
+__all__ = ["CachedTeacher", "build_cache", "cache_key", "fit_projection", "load_projection", "segment_key",
+           "teacher_fingerprint"]

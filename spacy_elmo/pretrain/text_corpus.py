@@ -26,6 +26,7 @@ import glob
 import gzip
 import hashlib
 import json
+import zlib
 from collections import Counter
 from pathlib import Path
 from typing import Any, Callable, Dict, Iterable, Iterator, List, Optional, Sequence, Union
@@ -41,6 +42,43 @@ TOKENIZERS = ("spacy", "whitespace")
 
 class SpacyRequired(ImportError):
     """The data needs spaCy (its tokenizer, or a `.spacy` file) and spaCy is not installed."""
+
+
+class CorpusError(ValueError):
+    """A corpus file cannot be read to its end: a .gz cut short or not gzip at all, a read error."""
+
+
+def _unreadable(path: Path, err: BaseException, remedy: Optional[str] = None) -> CorpusError:
+    """What is wrong with a file whose reading raised `err`, and `remedy` (by default, one that fits
+    what is wrong), as one line naming it."""
+    if isinstance(err, EOFError):
+        what = "the gzip file is cut short (truncated: it ends before its end-of-stream marker)"
+        fix = "replace it with a complete copy"
+    elif isinstance(err, gzip.BadGzipFile):
+        what = "not gzip data, although its name ends in .gz"
+        fix = "compress it with gzip, or, if it is plain text, drop .gz from its name"
+    elif isinstance(err, zlib.error):
+        what, fix = f"the gzip data is corrupt ({err})", "replace it with a good copy"
+    else:
+        what, fix = f"cannot be read ({err})", "check the file"
+    return CorpusError(f"{path}: {what}; {remedy or fix}")
+
+
+# what reading a damaged file raises: EOFError (a .gz cut short), gzip.BadGzipFile (an OSError: not
+# gzip), zlib.error (corrupt deflate data), OSError (a failing disk)
+_READ_ERRORS = (EOFError, OSError, zlib.error)
+
+
+def read_lines(path: PathLike, remedy: Optional[str] = None) -> Iterator[str]:
+    """The lines of a plain or gzip text file (`open_text`); a damaged file is a `CorpusError` naming
+    it, what is wrong and what to do (`remedy`, or one that fits), not an EOFError or gzip's own
+    error from deep in a read."""
+    path = Path(path)
+    try:
+        with open_text(path) as handle:
+            yield from handle
+    except _READ_ERRORS as err:
+        raise _unreadable(path, err, remedy) from None
 
 
 def _import_spacy(why: str) -> Any:
@@ -130,12 +168,11 @@ def _tokenized_lines(
         if path.suffix == ".spacy":
             yield from _docbin_sentences(path, lang, part, parts)
             continue
-        with open_text(path) as handle:
-            lines = (line.strip() for line in handle)
-            lines = (line for line in lines if line)
-            if parts > 1:
-                lines = (line for i, line in enumerate(lines) if i % parts == part)
-            yield from tokenize_lines(lines, tokenizer, lang, batch_size)
+        lines = (line.strip() for line in read_lines(path))
+        lines = (line for line in lines if line)
+        if parts > 1:
+            lines = (line for i, line in enumerate(lines) if i % parts == part)
+        yield from tokenize_lines(lines, tokenizer, lang, batch_size)
 
 
 def _docbin_sentences(path: Path, lang: str, part: int, parts: int) -> Iterator[List[str]]:
@@ -167,10 +204,9 @@ def text_segments(path: PathLike, lang: str, max_length: int, tokenizer: str = "
     tokenized text) and cut into segments of at most `max_length` tokens, as pretraining reads
     text (`spacy_elmo perplexity` scores these)."""
     segments: List[List[str]] = []
-    with open_text(path) as handle:
-        lines = (line.strip() for line in handle)
-        for tokens in tokenize_lines((line for line in lines if line), tokenizer, lang):
-            segments.extend(split_long(tokens, max_length))
+    lines = (line.strip() for line in read_lines(path))
+    for tokens in tokenize_lines((line for line in lines if line), tokenizer, lang):
+        segments.extend(split_long(tokens, max_length))
     return segments
 
 
@@ -181,10 +217,10 @@ def pretokenize(source: PathLike, target: PathLike, lang: str = "en") -> int:
     Lines without a token are left out. Returns the number of lines written."""
     target = Path(target)
     written = 0
-    with open_text(source) as handle, atomic_path(target) as tmp:
+    with atomic_path(target) as tmp:
         out = gzip.open(tmp, "wt", encoding="utf-8") if target.suffix == ".gz" else tmp.open("w", encoding="utf-8")
         with out:
-            lines = (line.strip() for line in handle)
+            lines = (line.strip() for line in read_lines(source))
             for tokens in tokenize_lines((line for line in lines if line), "spacy", lang):
                 if tokens:
                     out.write(" ".join(tokens) + "\n")
@@ -209,13 +245,17 @@ class TokenizedCorpus:
         return int(self.info["tokens"])
 
     def segments(self) -> Iterator[List[str]]:
-        with gzip.open(self.cache_file, "rt", encoding="utf-8") as handle:
-            for line in handle:
-                yield line.rstrip("\n").split(" ")
+        remedy = f"delete {self.cache_file.parent} to tokenize the corpus again"
+        for line in read_lines(self.cache_file, remedy):
+            yield line.rstrip("\n").split(" ")
 
     def counts(self) -> Counter:
-        with gzip.open(self.counts_file, "rt", encoding="utf-8") as handle:
-            return Counter(json.load(handle))
+        try:
+            with gzip.open(self.counts_file, "rt", encoding="utf-8") as handle:
+                return Counter(json.load(handle))
+        except _READ_ERRORS + (ValueError,) as err:  # ValueError: JSON cut short
+            remedy = f"delete {self.counts_file.parent} to tokenize the corpus again"
+            raise _unreadable(self.counts_file, err, remedy) from None
 
     @classmethod
     def prepare(
@@ -320,12 +360,14 @@ def iter_segments(corpus: TokenizedCorpus, limit_tokens: int = 0) -> Iterable[Li
 
 __all__ = [
     "TOKENIZERS",
+    "CorpusError",
     "SpacyRequired",
     "TokenizedCorpus",
     "expand_paths",
     "iter_segments",
     "open_text",
     "pretokenize",
+    "read_lines",
     "split_long",
     "text_segments",
     "tokenize_lines",

@@ -77,7 +77,10 @@ def write_word_table(
 
     `info`: what to record beside the sizes and checksums (source, licence, pruning).
     `lowercase`: the vectors are keyed by lower-cased words (GloVe 6B), so the biLM
-    looks tokens up lower-cased.
+    looks tokens up lower-cased; a word with an upper-case letter could then never be
+    looked up (and "Apple" beside "apple" would be two rows for one key), so it is
+    refused: lower-case them first (`select_rows` on the lower-cased words keeps the
+    first row of those that lower-case alike, as scripts/build_word_table.py does).
     """
     if dtype not in TABLE_DTYPES:
         raise ValueError(f"dtype must be one of {TABLE_DTYPES}, got {dtype!r}")
@@ -87,6 +90,15 @@ def write_word_table(
     bad = [w for w in words if not usable_word(w)]
     if bad:
         raise ValueError(f"words that cannot be rows (empty, whitespace, or a learned row's name): {bad[:5]}")
+    if lowercase:
+        cased = [w for w in words if w != w.lower()]
+        if cased:
+            raise ValueError(
+                f"{len(cased)} word(s) with upper-case letters in a lower-cased table, e.g. {cased[0]!r}: "
+                "lowercase=True looks every token up lower-cased, so their rows could never be read; lower-case "
+                "the words first (keeping one row of those that lower-case alike), or write a cased table "
+                "(lowercase=False)"
+            )
     WordTableVocabulary(words, lowercase=lowercase)  # duplicates are an error here, not at load time
     directory = Path(directory)
     directory.mkdir(parents=True, exist_ok=True)
