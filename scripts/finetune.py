@@ -69,10 +69,11 @@ def finetune(args: argparse.Namespace) -> int:
     from thinc.api import fix_random_seed, require_gpu
 
     from spacy_elmo.resumable_training import (
-        MODEL_LAST, ResumeError, Tee, exit_status, finished_run_kept, train_resumable,
+        MODEL_LAST, ResumeError, Tee, exit_status, finished_run_kept, recover_output, train_resumable,
     )
 
     output = Path(args.output)
+    recover_output(output)  # a model-last that a run killed while saving left as model-last.old
     settings = None
     if not args.resume:  # before anything is written or loaded: a refused or kept run is left as it is
         if not Path(args.pipeline).is_dir():

@@ -27,8 +27,16 @@ def _load(path: Path):
 
 
 def _log(path: Path):
-    """Evaluation rows of a run: its log.jsonl, or else the table spaCy printed to train.log."""
-    rows = [json.loads(line) for line in path.read_text().splitlines() if line.strip()] if path.is_file() else []
+    """Evaluation rows of a run: its log.jsonl, or else the table spaCy printed to train.log.
+
+    A last line torn by a run killed while appending it is left out; a bad line before it ends the
+    report with one line naming the file and line (`spacy_elmo.resumable_training.read_log`)."""
+    from spacy_elmo.resumable_training import read_log
+
+    try:
+        rows = read_log(path)
+    except ValueError as err:
+        raise SystemExit(str(err)) from None
     console = path.with_name("train.log")
     if not console.is_file():
         return rows

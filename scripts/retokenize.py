@@ -3,7 +3,7 @@
     python scripts/retokenize.py training/RUN/model-best training/RUN-tbtok --train corpus/ewt-train.spacy
     python -m spacy_elmo evaluate training/RUN-tbtok corpus/ewt-test.spacy --output metrics/RUN-tbtok.json
 
-The copy's tokenizer is `spacy-elmo.TreebankTokenizer.v1`: the pipeline's own
+The copy's tokenizer is `spacy-elmo.TreebankTokenizer.v1`: the language's default
 tokenizer plus the special cases and whole-token shapes it learns from the
 gold tokens of --train (see spacy_elmo/pipeline/treebank_tokenizer.py). Only
 the tokenizer changes: every component's weights are the trained ones, so

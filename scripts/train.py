@@ -97,11 +97,12 @@ def train(args: argparse.Namespace, overrides: Dict[str, Any]) -> int:
     from thinc.api import require_gpu
 
     from spacy_elmo.resumable_training import (
-        MODEL_LAST, ResumeError, Tee, exit_status, finished_run_kept, read_record, train_resumable,
-        write_wall_time,
+        MODEL_LAST, ResumeError, Tee, exit_status, finished_run_kept, read_record, recover_output,
+        train_resumable, write_wall_time,
     )
 
     output = Path(args.output)
+    recover_output(output)  # a model-last that a run killed while saving left as model-last.old
     settings = None
     if not args.resume:  # before anything is written or loaded: a refused or kept run is left as it is
         try:

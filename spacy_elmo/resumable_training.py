@@ -13,7 +13,9 @@ its output directory:
   finished step when the run was stopped (Ctrl-C, SIGTERM, a time
   budget; a second Ctrl-C or a crash leaves the last evaluation's), with
   `training_state.json` (the step, epoch, best score and its step,
-  seconds spent) and `training_state.msg` (Adam's moments and averages
+  seconds spent, and the losses summed and words trained on since the
+  last evaluation, which the next log row goes on from) and
+  `training_state.msg` (Adam's moments and averages
   keyed by where each parameter sits in the pipeline, the random number
   generators, and, where the optimizer keeps averages, the parameters'
   own values) beside the pipeline's files. As `spacy train` does, the
@@ -21,7 +23,10 @@ its output directory:
   any (`use_averages = true`); the values training goes on from are those
   in `training_state.msg`;
 - model-best: model-last as it was at the best evaluation;
-- log.jsonl: one row per evaluation, as spaCy's ConsoleLogger.v3 writes it;
+- log.jsonl: one row per evaluation, as spaCy's ConsoleLogger.v3 writes it, appended a whole
+  line at a time just before the evaluation's checkpoint (`read_log` leaves out a last line torn
+  by a run killed while appending it; --resume drops it, and rows past model-last, and writes
+  them again);
 - run_settings.json: what defines the run (the caller's `settings`: config, overrides, corpora
   with their sizes and digests, seed, the pipeline or model it starts from), written when it
   starts afresh. A later fresh start on an output whose run has finished compares its own
@@ -30,9 +35,11 @@ its output directory:
   by a command that only meant to make sure they had been done.
 
 Each is replaced whole (written beside, then renamed), so a run killed while
-saving keeps the previous one. `resume=True` loads nothing itself: the
-caller passes `spacy.load(output / "model-last")`, and training goes on from
-its step with the same batches (each epoch's order comes from the seed and
+saving keeps the previous one: as NAME.old where it was killed between the
+two renames, which `recover_output` puts back (`read_state` and
+`train_resumable` call it). `resume=True` loads nothing itself: the caller
+passes `spacy.load(output / "model-last")`, after `recover_output(output)`,
+and training goes on from its step with the same batches (each epoch's order comes from the seed and
 the epoch, and the batcher is replayed up to the step), the same learning
 rate and dropout schedules, the optimizer's state, the parameters as they
 were (not their averages), the best score and the patience left: it ends
@@ -71,8 +78,8 @@ EXIT_TIME_BUDGET = 3
 """The exit status of a run stopped by its --max-minutes budget: not finished (a workflow must not
 go on to the next step on a half-trained model), and not an error: --resume continues it."""
 SIGNAL_EXIT = {"SIGINT": 130, "SIGTERM": 143}
-"""The exit status of a run a signal stopped (128 + the signal's number, as shells report it, and as
-`python -m spacy_elmo pretrain` exits)."""
+"""The exit status of a run a signal stopped (128 + the signal's number, as shells report it;
+`python -m spacy_elmo pretrain` exits 130 after either signal)."""
 _OPTIMIZER_TABLES = ("mom1", "mom2", "averages")
 _OPTIMIZER_COUNTS = ("nr_update", "last_seen")
 
@@ -90,7 +97,12 @@ class ResumeWarning(UserWarning):
 
 
 def read_state(output: Path) -> Optional[Dict[str, Any]]:
-    """The training state model-last holds (None when there is no model-last to resume)."""
+    """The training state model-last holds (None when there is no model-last to resume).
+
+    A run killed between the two renames that replace model-last left only model-last.old:
+    that is put back first (`recover_output`), so the run it holds is resumed, not lost.
+    """
+    recover_output(output)
     path = Path(output) / MODEL_LAST / STATE_JSON
     if not path.is_file():
         return None
@@ -107,13 +119,25 @@ def read_state(output: Path) -> Optional[Dict[str, Any]]:
 PathLike = Union[str, Path]
 
 
+def _glob_root(pattern: str) -> Path:
+    """The folders a glob pattern starts with that hold no wildcard ("corpus" for "corpus/ewt-d*.spacy"):
+    what its matches are named relative to, so that two spellings of one folder match the same names."""
+    fixed: List[str] = []
+    for part in Path(pattern).parts[:-1]:
+        if any(c in part for c in "*?["):
+            break
+        fixed.append(part)
+    return Path(*fixed) if fixed else Path(".")
+
+
 def path_identity(path: PathLike) -> Dict[str, Any]:
     """What a run read from `path`: the path as given, its size in bytes and a SHA-256 of its contents.
 
     A directory (a pipeline, a model) or a glob pattern (a corpus) counts as all the files in it or
-    matched by it, by relative name and content; run_settings.json files (these records) are not
-    part of it. A path that does not exist is {"path", "missing": True}. Settings compare the
-    contents, not the spelling of the path (see `settings_differences`).
+    matched by it, by relative name (a glob's matches relative to its folders without wildcards)
+    and content; run_settings.json files (these records) are not part of it. A path that does not
+    exist is {"path", "missing": True}. Settings compare the contents, not the spelling of the path
+    (see `settings_differences`).
     """
     text = str(path)
     where = Path(text)
@@ -124,7 +148,8 @@ def path_identity(path: PathLike) -> Dict[str, Any]:
         names = [f.relative_to(where).as_posix() for f in files]
     elif any(c in text for c in "*?["):
         files = sorted(Path(m) for m in glob.glob(text, recursive=True) if Path(m).is_file())
-        names = [f.as_posix() for f in files]
+        root = _glob_root(text)
+        names = [f.relative_to(root).as_posix() for f in files]
     else:
         return {"path": text, "missing": True}
     if not files:
@@ -458,6 +483,14 @@ def _recover_dir(final: Path) -> None:
         old.rename(final)
 
 
+def recover_output(output: PathLike) -> None:
+    """Put back model-last and model-best where a run killed between the two renames that replace
+    them (`_replace_dir`) left only NAME.old. Call it before anything loads or reads the run
+    (`read_state` does): else --resume finds no model-last, and a fresh start takes the run for none."""
+    for name in (MODEL_LAST, MODEL_BEST):
+        _recover_dir(Path(output) / name)
+
+
 @contextmanager
 def stop_on_signals(stop: threading.Event, received: Optional[List[str]] = None) -> Iterator[None]:
     """SIGINT and SIGTERM set `stop` (the loop saves and ends after the step it is in); a second
@@ -548,10 +581,10 @@ def train_resumable(
     owners = parameter_owners(nlp)
     batches = epoch_batches(examples, batcher, seed, T["max_epochs"])
 
-    for name in (MODEL_LAST, MODEL_BEST):
-        _recover_dir(output / name)
+    recover_output(output)
+    # losses and words: what the next log row sums since the last evaluation, and the words trained on
     state: Dict[str, Any] = {"step": 0, "epoch": 0, "best_score": None, "best_step": None, "seconds": 0.0,
-                             "stopped": None, "signal": None}
+                             "stopped": None, "signal": None, "losses": {}, "words": 0}
     if resume:
         saved = read_state(output)
         if saved is None:
@@ -625,8 +658,8 @@ def train_resumable(
     started, spent_before = time.monotonic(), state["seconds"]
     stop = stop or threading.Event()
     received: List[str] = []
-    losses: Dict[str, float] = {}
-    words = 0
+    losses: Dict[str, float] = dict(state["losses"])  # a resumed run's since its last evaluation
+    words = int(state["words"])
     try:
         with stop_on_signals(stop, received):
             for epoch, batch in batches:
@@ -643,8 +676,9 @@ def train_resumable(
                         component.finish_update(optimizer)
                 optimizer.step_schedules()
                 words += sum(len(eg) for eg in batch)
-                state.update(step=step + 1, epoch=epoch,
-                             seconds=round(spent_before + time.monotonic() - started, 1))
+                _as_floats(losses)
+                state.update(step=step + 1, epoch=epoch, seconds=round(spent_before + time.monotonic() - started, 1),
+                             losses=dict(losses), words=words)
                 if step % T["eval_frequency"] == 0:
                     with averaged():
                         score, other_scores = evaluate()
@@ -655,10 +689,13 @@ def train_resumable(
                             "losses": losses, "checkpoints": [], "seconds": int(state["seconds"]), "words": words}
                     with nlp.select_pipes(disable=frozen):
                         update_meta(T, nlp, info)
-                    save(is_best)
-                    _append_log(output / LOG, info, score_weights)
-                    log_step(info)
                     losses = {}
+                    state["losses"] = {}  # in this row: the next one sums from here
+                    # the row before the checkpoint: a run killed between them resumes from the previous
+                    # checkpoint, whose resume drops this row (`_truncate_log`) and writes it again
+                    _append_log(output / LOG, info, score_weights)
+                    save(is_best)
+                    log_step(info)
                 else:
                     log_step(None)
                 if T["patience"] and state["best_step"] is not None and step - state["best_step"] >= T["patience"]:
@@ -683,28 +720,68 @@ def train_resumable(
     return state
 
 
+def _as_floats(losses: Dict[str, Any]) -> None:
+    """Each loss as a Python float, in place: what a component added may be a numpy scalar, and the
+    sums a resumed run goes on from (training_state.json) are floats, so both runs sum alike."""
+    for name, value in losses.items():
+        losses[name] = float(value)
+
+
 def _append_log(path: Path, info: Dict[str, Any], score_weights: Dict[str, Any]) -> None:
-    """One evaluation row in the format of spaCy's ConsoleLogger.v3 output_file."""
+    """One evaluation row in the format of spaCy's ConsoleLogger.v3 output_file.
+
+    The whole line, newline included, goes in one unbuffered write: a run killed while appending
+    leaves at worst a torn last line, which `read_log` leaves out."""
     scores = {}
     for col in (c for c, weight in score_weights.items() if weight is not None):
         value = float(info["other_scores"].get(col, 0.0))
         scores[col] = value if col == "speed" else value * 100
     row = {"epoch": info["epoch"], "step": info["step"], "losses": {k: float(v) for k, v in info["losses"].items()},
            "scores": scores, "score": float(info["score"])}
-    with open(path, "a", encoding="utf-8") as f:
-        f.write(srsly.json_dumps(row) + "\n")
+    with open(path, "ab", buffering=0) as f:
+        f.write((srsly.json_dumps(row) + "\n").encode("utf-8"))
+
+
+def _log_lines(path: Path) -> List[Tuple[str, Dict[str, Any]]]:
+    """(line, row) for each row of a log.jsonl, leaving out a last line that is no row: one torn by a
+    run killed while appending it. A bad line before the last is a ValueError naming the file and line."""
+    lines = [(number, line) for number, line in enumerate(path.read_text(encoding="utf-8").splitlines(), 1)
+             if line.strip()]
+    rows = []
+    for i, (number, line) in enumerate(lines):
+        try:
+            row = json.loads(line)
+            if not isinstance(row, dict) or not isinstance(row.get("step"), int):
+                raise ValueError("no step")
+        except ValueError as err:
+            if i == len(lines) - 1:
+                break  # torn while appended: the evaluation's row is written again on --resume
+            why = f"{err.msg} at column {err.colno}" if isinstance(err, json.JSONDecodeError) else str(err)
+            raise ValueError(f"{path}, line {number}: not a log row ({why})") from None
+        rows.append((line, row))
+    return rows
+
+
+def read_log(path: PathLike) -> List[Dict[str, Any]]:
+    """The evaluation rows of a log.jsonl ([] where there is none), as `_log_lines` reads them."""
+    path = Path(path)
+    return [row for _, row in _log_lines(path)] if path.is_file() else []
 
 
 def _truncate_log(path: Path, steps_done: int) -> None:
-    """Keep the rows of evaluations model-last had made (a later row belongs to a checkpoint lost)."""
+    """Keep the rows of evaluations model-last had made (a later row belongs to a checkpoint lost, a
+    torn last line to a row being appended when the run was killed)."""
     if not path.is_file():
         return
-    rows = [line for line in path.read_text(encoding="utf-8").splitlines() if line.strip()]
-    kept = [line for line in rows if json.loads(line)["step"] < steps_done]
+    try:
+        rows = _log_lines(path)
+    except ValueError as err:
+        raise ResumeError(f"{err}: delete that line to resume, or start afresh with --overwrite") from None
+    kept = [line for line, row in rows if row["step"] < steps_done]
     path.write_text("".join(line + "\n" for line in kept), encoding="utf-8")
 
 
 __all__ = ["train_resumable", "add_resume_options", "read_state", "ResumeError", "ResumeWarning", "stop_on_signals",
            "MODEL_LAST", "MODEL_BEST", "RUN_SETTINGS", "SettingsChanged", "path_identity", "settings_differences",
            "record_settings", "read_record", "keep_finished", "finished_run_kept", "pipeline_settings", "exit_status",
-           "EXIT_TIME_BUDGET", "SIGNAL_EXIT", "Tee", "write_wall_time"]
+           "EXIT_TIME_BUDGET", "SIGNAL_EXIT", "Tee", "write_wall_time", "read_log", "recover_output"]

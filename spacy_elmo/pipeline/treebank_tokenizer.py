@@ -21,18 +21,20 @@ kinds of rules (nothing is written by hand):
   whole likewise become prefixes and suffixes, so they come off a word whole.
 
 Every rule is a special case or a compiled pattern, so the learned tokenizer
-saves and loads with the pipeline like any spaCy tokenizer.
+saves and loads with the pipeline like any spaCy tokenizer. `initialize`
+starts again from the language's defaults each time, so what it learns from
+a corpus does not depend on what an earlier `initialize` learned.
 """
 import re
 from collections import Counter, defaultdict
 from dataclasses import dataclass, field
-from typing import Callable, Dict, Iterable, List, Optional, Tuple
+from typing import Any, Callable, Dict, Iterable, List, Optional, Tuple
 
 from spacy.language import Language
 from spacy.tokenizer import Tokenizer
 from spacy.tokens import Doc
 from spacy.training import Alignment, Example
-from spacy.util import compile_infix_regex, compile_prefix_regex, compile_suffix_regex, registry
+from spacy.util import compile_infix_regex, compile_prefix_regex, compile_suffix_regex, get_lang_class, registry
 
 SHAPE_RUN_CAP = 4  # spaCy's shape_ caps runs of one character class at four
 NUMBER_SEPARATORS = "-/:.,"
@@ -167,8 +169,33 @@ def apply_treebank_rules(tokenizer: Tokenizer, rules: TreebankRules) -> None:
         tokenizer.rules = {**(tokenizer.rules or {}), **learned_cases}
 
 
+def default_settings(defaults: Any) -> Dict[str, Any]:
+    """The rules and patterns of a language's default tokenizer (`nlp.Defaults`), by Tokenizer's
+    argument names: what TreebankTokenizer starts from, when built and at each `initialize`."""
+    return {
+        "rules": defaults.tokenizer_exceptions,
+        "prefix_search": compile_prefix_regex(defaults.prefixes).search if defaults.prefixes else None,
+        "suffix_search": compile_suffix_regex(defaults.suffixes).search if defaults.suffixes else None,
+        "infix_finditer": compile_infix_regex(defaults.infixes).finditer if defaults.infixes else None,
+        "token_match": defaults.token_match,
+        "url_match": defaults.url_match,
+    }
+
+
 class TreebankTokenizer(Tokenizer):
     """The language's tokenizer, plus the rules its `initialize` learns from the training corpus."""
+
+    def reset(self, defaults: Any) -> None:
+        """Back to the language's default tokenizer (`nlp.Defaults`), without the rules learned before.
+
+        The learned special cases are dropped first (setting a pattern reloads every special case),
+        then the patterns and the language's special cases are set, in the order `from_bytes` restores
+        them."""
+        settings = default_settings(defaults)
+        self.rules = {}
+        for name in ("prefix_search", "suffix_search", "infix_finditer", "token_match", "url_match"):
+            setattr(self, name, settings[name])
+        self.rules = dict(settings["rules"] or {})
 
     def initialize(
         self,
@@ -181,7 +208,9 @@ class TreebankTokenizer(Tokenizer):
         min_shape_count: int = 3,
         min_shape_share: float = 0.75,
     ) -> None:
-        """Learn the treebank's conventions from the examples' gold docs.
+        """Learn the treebank's conventions from the examples' gold docs, starting again from the
+        language's defaults (`nlp.Defaults`, else those of the vocab's language): initializing twice,
+        or on another corpus first, gives the tokenizer that initializing once on this corpus gives.
 
         `[initialize.tokenizer]` sets the thresholds (see the module's docstring).
         """
@@ -190,6 +219,7 @@ class TreebankTokenizer(Tokenizer):
         if min_count < 1 or min_shape_count < 1 or max_span < 1:
             raise ValueError("min_count, min_shape_count and max_span must be at least 1, "
                              f"got {min_count}, {min_shape_count} and {max_span}")
+        self.reset(nlp.Defaults if nlp is not None else get_lang_class(self.vocab.lang).Defaults)
         rules = learn_treebank_rules(
             (eg.reference for eg in get_examples()), self, min_count=min_count, min_share=min_share,
             max_span=max_span, min_shape_count=min_shape_count, min_shape_share=min_shape_share,
@@ -202,15 +232,6 @@ def TreebankTokenizerFactory() -> Callable[[Language], TreebankTokenizer]:
     """`@tokenizers = "spacy-elmo.TreebankTokenizer.v1"`: the language's default tokenizer that learns at initialize."""
 
     def make_tokenizer(nlp: Language) -> TreebankTokenizer:
-        defaults = nlp.Defaults
-        return TreebankTokenizer(
-            nlp.vocab,
-            rules=defaults.tokenizer_exceptions,
-            prefix_search=compile_prefix_regex(defaults.prefixes).search if defaults.prefixes else None,
-            suffix_search=compile_suffix_regex(defaults.suffixes).search if defaults.suffixes else None,
-            infix_finditer=compile_infix_regex(defaults.infixes).finditer if defaults.infixes else None,
-            token_match=defaults.token_match,
-            url_match=defaults.url_match,
-        )
+        return TreebankTokenizer(nlp.vocab, **default_settings(nlp.Defaults))
 
     return make_tokenizer

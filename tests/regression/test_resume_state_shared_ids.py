@@ -23,7 +23,7 @@ def test_a_shim_sharing_its_nodes_id_keeps_its_parameters(allennlp_dir):
     shim = torch_node.shims[0]
     shim.id = torch_node.id  # as in a fresh process
     optimizer = Adam(0.01, use_averages=True)
-    for _ in range(2):  # the biLM's gradient is applied at the next update
+    for _ in range(3):  # the first update's gradient into the biLM is zero; the second's is applied in the third
         nlp.update(examples, sgd=optimizer)
     trained = {name for key, name in optimizer.averages if key == shim.id and name.startswith("bilm.")}
     assert trained, "the biLM did not train"
