@@ -2,11 +2,12 @@
 from .text_corpus import TokenizedCorpus
 from .settings import DEFAULT_CONFIG, SettingsError, load_config
 from .building import build_language_model
-from .trainer import Interrupted, Trainer, pretrain, run_finished
+from .trainer import Interrupted, NonFiniteError, Trainer, pretrain, run_finished
 
 __all__ = [
     "DEFAULT_CONFIG",
     "Interrupted",
+    "NonFiniteError",
     "SettingsError",
     "TokenizedCorpus",
     "Trainer",

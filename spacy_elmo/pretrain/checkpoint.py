@@ -1,7 +1,8 @@
 """Crash-safe, code-free training checkpoints.
 
 A checkpoint is one file holding everything a run needs to continue exactly:
-model and softmax weights, optimizer state, step and data position, every
+model and softmax weights, optimizer state, step and data position, the
+training losses since the last log row and the last evaluation, every
 random generator's state (python's, numpy's, torch's, the training GPU's when
 it trains on one, and the sampler's) and, for float16 on a GPU, the gradient
 scaler's state. It
@@ -139,12 +140,31 @@ def _optimizer(value: Any) -> bool:
 _PROGRESS_INTS = ("step", "epoch", "batches_in_epoch", "tokens")
 
 
+def _window(value: Any) -> bool:
+    """The losses since the last log row (absent or None in checkpoints written before they were kept)."""
+    return value is None or (
+        isinstance(value, dict)
+        and set(value) == {"loss", "count", "tokens", "distill"}
+        and _is_number(value["loss"])
+        and _is_int(value["count"]) and value["count"] >= 0
+        and _is_int(value["tokens"]) and value["tokens"] >= 0
+        and _is_list(value["distill"], _is_number)
+    )
+
+
+def _last_eval(value: Any) -> bool:
+    return value is None or (isinstance(value, dict) and all(isinstance(k, str) and _is_number(v)
+                                                             for k, v in value.items()))
+
+
 def _progress(value: Any) -> bool:
     return (
         isinstance(value, dict)
         and all(_is_int(value.get(k)) and value[k] >= 0 for k in _PROGRESS_INTS)
         and _is_number(value.get("elapsed", 0.0))
         and (value.get("best") is None or _is_number(value["best"]))
+        and _window(value.get("window"))
+        and _last_eval(value.get("last_eval"))
     )
 
 
@@ -202,7 +222,8 @@ def _word_table(value: Any) -> bool:
 _LAYOUT: Dict[str, Tuple[bool, Callable[[Any], bool], str]] = {
     "model": (True, _model, "a mapping of parameter names to tensors"),
     "optimizer": (True, _optimizer, "an optimizer state (state, param_groups)"),
-    "progress": (True, _progress, f"a mapping with non-negative integers {', '.join(_PROGRESS_INTS)}"),
+    "progress": (True, _progress, f"a mapping with non-negative integers {', '.join(_PROGRESS_INTS)} "
+                 "(and the loss window and last evaluation, where present)"),
     "rng": (True, _rng, "the python, numpy and torch (and optionally cuda) generator states"),
     "sampler": (
         True, lambda v: _is_list(v, _is_byte_tensor) and len(v) > 0, "a list of generator states (uint8 tensors)"

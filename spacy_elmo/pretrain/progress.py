@@ -2,7 +2,7 @@
 import signal
 import time
 from dataclasses import asdict, dataclass, field
-from typing import Any, Dict, Optional
+from typing import Any, Dict, List, Optional
 
 
 @dataclass
@@ -21,6 +21,11 @@ class Progress:
     epoch_batches: int = 0
     # "files": the shares, their deal and every share's position (ShardedCorpus.state)
     shards: Optional[Dict[str, Any]] = None
+    # the losses since the last log row (Window.state), so a resumed run logs the rows an
+    # uninterrupted one would have: None in a checkpoint written before they were kept
+    window: Optional[Dict[str, Any]] = None
+    # the last evaluation's dev perplexities (the model-last written on a signal records them)
+    last_eval: Optional[Dict[str, float]] = None
 
     def to_dict(self) -> Dict[str, Any]:
         return asdict(self)
@@ -52,6 +57,24 @@ class Window:
 
     def reset(self) -> None:
         self.loss, self.count, self.tokens, self.start = 0.0, 0, 0, time.perf_counter()
+
+    def state(self, distill: List[float]) -> Dict[str, Any]:
+        """The sums as plain values for the checkpoint, with the distillation losses since the last row."""
+        return {"loss": self.loss, "count": self.count, "tokens": self.tokens, "distill": list(distill)}
+
+    def restore(self, saved: Optional[Dict[str, Any]]) -> List[float]:
+        """Take back what `state` saved (None: an empty window); returns the distillation losses.
+        Its clock starts now, and its token count at 0: tokens per second are this session's
+        tokens over this session's time."""
+        self.reset()
+        if not saved:
+            return []
+        loss, count, tokens, distill = saved["loss"], saved["count"], saved["tokens"], saved["distill"]
+        if not (isinstance(loss, (int, float)) and isinstance(count, int) and isinstance(tokens, int)
+                and count >= 0 and tokens >= 0 and all(isinstance(v, (int, float)) for v in distill)):
+            raise ValueError(f"its loss window is not valid: {saved!r}")
+        self.loss, self.count = float(loss), count
+        return [float(v) for v in distill]
 
 
 class StopFlag:

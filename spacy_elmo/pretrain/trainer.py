@@ -20,6 +20,7 @@ Output directory:
 """
 import configparser
 import contextlib
+import inspect
 import json
 import math
 import platform
@@ -49,7 +50,7 @@ from .distill import (
 )
 from .distributed import Dist, check_replicas, init_distributed, launched_world_size, shutdown
 from .init_from import continue_from, model_word_table, resume_architecture, start_model, start_provenance
-from .plot import plot_perplexity
+from .plot import plot_perplexity, read_log
 from .progress import Progress, StopFlag, Window
 from .settings import RunPaths, SettingsError, check_resume_config
 from .shards import ShardedCorpus, Share, plan_shares, shares_from_state
@@ -62,6 +63,12 @@ PathLike = Union[str, Path]
 
 class Interrupted(Exception):
     """Training stopped on SIGINT/SIGTERM after writing a checkpoint."""
+
+
+class NonFiniteError(FloatingPointError, ValueError):
+    """The loss, the gradient or the weights became inf or NaN: training stopped before the
+    step's update (the last checkpoint and model-best are untouched). A ValueError too, so
+    the command line reports it in one line."""
 
 
 class Trainer:
@@ -89,6 +96,7 @@ class Trainer:
         self.distill_window: List[float] = []  # distillation losses since the last log line
         self.carried: Optional[LSTMState] = None  # stream mode: the state carried between batches
         self.last_eval: Optional[Dict[str, float]] = None
+        self.logged_step = -1  # the last step with a row in log.jsonl (main process; -1: none)
 
     # -- data ---------------------------------------------------------------------
     def layout(self, state: Optional[Dict[str, Any]]) -> str:
@@ -210,6 +218,13 @@ class Trainer:
         if self.dist.is_main:
             self.paths.config.write_text(self.config.to_str(), encoding="utf-8")
             self.vocab.to_file(self.paths.root / "vocab.txt")
+            if state is None:
+                # a fresh run: a log left by an earlier start that never wrote a checkpoint is not this run's
+                self.paths.log.unlink(missing_ok=True)
+            else:
+                # rows the checkpoint's steps will replay (logged after it was written) are not logged again
+                steps = [r["step"] for r in read_log(self.paths.log) if isinstance(r.get("step"), int)]
+                self.logged_step = max(steps, default=-1)
         self.bar = tqdm(
             total=self._estimated_steps(),
             initial=self.position.step,
@@ -218,7 +233,7 @@ class Trainer:
             disable=not (self.progress and self.dist.is_main),
             dynamic_ncols=True,
         )
-        self.window = Window()
+        self.window.start = time.perf_counter()  # its sums come from the checkpoint when resuming
         self.started = time.perf_counter() - self.position.elapsed
         self.lm.train()
         try:
@@ -386,7 +401,7 @@ class Trainer:
             if self.distilled is not None:
                 if "distill" not in state:
                     raise ValueError("it was written without [training.distill]; its map cannot be restored")
-                self.distilled.load_state_dict(state["distill"])
+                load_distill_state(self.distilled, state["distill"])
             self.optimizer.load_state_dict(state["optimizer"])
             saved = state["progress"]
             self.position.update(saved)
@@ -404,13 +419,41 @@ class Trainer:
             carried = state.get("carried")
             if carried is not None:
                 self.carried = LSTMState(*(tuple(t.to(self.device) for t in part) for part in carried))
+            # the losses since the last log row and the last evaluation, so the next row is the one
+            # an uninterrupted run logs (absent from checkpoints written before they were kept)
+            self.distill_window = self.window.restore(self.position.window)
+            self.last_eval = self.position.last_eval
         except (RuntimeError, ValueError, TypeError, KeyError, IndexError) as err:
             raise CheckpointError(f"{self.paths.checkpoint}: does not fit this run: {err}") from None
 
     def _estimated_steps(self) -> int:
+        """The progress bar's total: max_steps, or the steps of max_epochs where fewer.
+
+        Both modes read each segment as "<S> w1 .. wn </S>", n + 2 positions. A `stream`
+        batch holds batch_size rows of unroll_steps positions; a `sentences` batch holds
+        whole segments, padded to its longest, up to batch_tokens positions (at least one,
+        at most sentence_batches' max_batch_segments): as many of the mean length as fit.
+        A step takes accumulate_steps batches per process."""
         training = self.config["training"]
-        per_step = max(1, training["batch_tokens"] * self.dist.world_size * training["accumulate_steps"])
-        return int(training["max_steps"]) or int(training["max_epochs"] * self.train_corpus.n_tokens / per_step)
+        corpus = self.train_corpus
+        n_tokens = corpus.n_tokens
+        if isinstance(corpus, TokenizedCorpus):
+            n_segments = corpus.n_segments
+        else:  # the shares: from the segments per token of this process's own shares
+            opened = list(corpus.opened.values())
+            opened_tokens = sum(c.n_tokens for c in opened)
+            n_segments = round(n_tokens * sum(c.n_segments for c in opened) / opened_tokens) if opened_tokens else 0
+        positions = n_tokens + 2 * n_segments
+        if training["mode"] == "stream":
+            per_batch = training["batch_size"] * training["unroll_steps"]
+        else:  # whole segments of the mean length (at least one) under the budget
+            per_segment = positions / max(1, n_segments)
+            fitting = min(_MAX_BATCH_SEGMENTS, max(1, int(training["batch_tokens"] // per_segment)))
+            per_batch = fitting * per_segment
+        per_step = max(1.0, per_batch * training["accumulate_steps"] * self.dist.world_size)
+        estimate = int(training["max_epochs"] * positions / per_step)
+        max_steps = int(training["max_steps"])
+        return min(max_steps, estimate) if max_steps and estimate else max_steps or estimate
 
     # -- the loop -----------------------------------------------------------------
     def _train(self, stop: StopFlag) -> Optional[str]:
@@ -476,6 +519,12 @@ class Trainer:
         while True:
             micro = self._next_micro_batches(batches)
             if micro is None:
+                if self.position.step == 0:  # a whole epoch gave less than one optimizer step
+                    n, world = int(training["accumulate_steps"]), self.dist.world_size
+                    raise SettingsError(
+                        f"the training text ({self.train_corpus.n_tokens:,} tokens) makes fewer batches than one "
+                        f"optimizer step takes ([training] accumulate_steps = {n} x {world} process(es) = "
+                        f"{n * world} batches): add text, or lower [training] accumulate_steps or batch_tokens")
                 return None
             self._step(micro)
             step = self.position.step
@@ -483,6 +532,10 @@ class Trainer:
             # agreed on every process: each reads its own clock for max_minutes, and one that left the
             # loop alone would leave the others waiting in their next collective
             done = self.dist.any(self._limit_reached())
+            if step % training["eval_every"] == 0 or (
+                training["snapshot_every"] and step % training["snapshot_every"] == 0
+            ):
+                self._check_weights()  # on every process: the models are written from the main one
             if step % training["eval_every"] == 0:
                 self._evaluate_and_log()
                 self.window.reset()
@@ -546,28 +599,47 @@ class Trainer:
             if training["mode"] == "stream":
                 self.carried = final.detach()  # the next micro-batch continues these rows
         loss = lm_loss
+        step = self.position.step + 1  # this step's number, as log.jsonl and the checkpoint count
+        # Checked before the update: a non-finite loss or gradient would put NaN into the weights
+        # (with grad_clip, an inf norm makes the clip factor 0, and inf * 0 is NaN), and the
+        # checkpoint and model-best written after it would keep them.
+        step_loss = loss.item() + distill_total
+        n_tokens, losses_bad = int(counts[0]), (0.0 if math.isfinite(step_loss) else 1.0)
+        if self.dist.enabled:
+            # the step's tokens: every process's batches differ (either layout), so their sum; and
+            # whether any process's loss is not finite, so that all of them stop together
+            total = torch.tensor([float(counts[0]), losses_bad], device=self.device)
+            torch.distributed.all_reduce(total)
+            n_tokens, losses_bad = int(total[0].item()), float(total[1].item())
+        if losses_bad:
+            value = step_loss if not math.isfinite(step_loss) else "inf or NaN on another process"
+            raise NonFiniteError(
+                f"the loss became {value} at step {step}; stopped before its update (the last checkpoint is "
+                "untouched); lower [training] learning_rate or set grad_clip"
+            )
         if self.teacher is not None:
             self.distill_window.append(distill_total)
         if self.scaler is not None:
             self.scaler.unscale_(self.optimizer)
+        # every trained parameter, the distillation map's too (without distillation: the LM's, as always)
+        norm: Optional[torch.Tensor] = None
         if training["grad_clip"]:
-            # every trained parameter, the distillation map's too (without distillation: the LM's, as always)
-            torch.nn.utils.clip_grad_norm_(self.trained.parameters(), training["grad_clip"])
+            norm = torch.nn.utils.clip_grad_norm_(self.trained.parameters(), training["grad_clip"])
+        elif self.scaler is None:
+            norm = gradient_norm(self.trained.parameters())
+        # float16 on a GPU: the gradient scaler skips a step whose gradients overflowed and lowers
+        # its scale (its policy, kept); otherwise a non-finite gradient stops the run. Under DDP
+        # the gradients are the same on every process, so all stop together.
+        if self.scaler is None and norm is not None and not math.isfinite(float(norm)):
+            raise NonFiniteError(
+                f"the gradient norm became {float(norm)} at step {step}; stopped before its update "
+                f"(the last checkpoint is untouched); lower [training] learning_rate"
+            )
         if self.scaler is not None:
             self.scaler.step(self.optimizer)
             self.scaler.update()
         else:
             self.optimizer.step()
-        if not math.isfinite(loss.item() + distill_total):
-            raise FloatingPointError(
-                f"loss became {loss.item() + distill_total} at step {self.position.step}; lower "
-                "[training] learning_rate or set grad_clip"
-            )
-        n_tokens = int(counts[0]) * self.dist.world_size
-        if self.sharded is not None and self.dist.enabled:  # each process's batches differ
-            total = torch.tensor([float(counts[0])], device=self.device)
-            torch.distributed.all_reduce(total)
-            n_tokens = int(total.item())
         self.position.step += 1
         self.position.batches_in_epoch += 1
         self.position.tokens += n_tokens
@@ -604,14 +676,18 @@ class Trainer:
         if metrics:
             row.update({f"dev_{k}": v for k, v in metrics.items() if k != "tokens"})
             row["dev_tokens"] = metrics["tokens"]
-            if self.position.best is None or metrics["mean"] < self.position.best:
+            if is_better(metrics["mean"], self.position.best):
                 self.position.best = metrics["mean"]
                 self.save_model(self.paths.model_best, metrics)
                 row["best"] = True
             self.last_eval = metrics
             self.bar.set_postfix(dev_ppl=f"{metrics['mean']:.1f}", refresh=False)
-        with self.paths.log.open("a", encoding="utf-8") as log:
-            log.write(json.dumps(row) + "\n")
+        # a step logged already (a resume replaying the steps after its checkpoint, a finished run
+        # resumed) gets no second row: with the loss window checkpointed it would be the same one
+        if self.position.step > self.logged_step:
+            with self.paths.log.open("a", encoding="utf-8") as log:
+                log.write(json.dumps(row) + "\n")
+            self.logged_step = self.position.step
         self.lm.train()
 
     def _snapshot(self) -> Dict[str, Any]:
@@ -623,6 +699,8 @@ class Trainer:
         if self.dist.enabled:
             samplers = [None] * self.dist.world_size
             torch.distributed.all_gather_object(samplers, self.sampler.get_state())
+        self.position.window = self.window.state(self.distill_window)
+        self.position.last_eval = self.last_eval
         carried = self.carried
         return {
             "model": self.lm.state_dict(),
@@ -634,14 +712,30 @@ class Trainer:
             # plain lists of tensors: the checkpoint holds no classes (checkpoint.py)
             "carried": None if carried is None else [[t.detach() for t in part] for part in carried],
             "config": self.config.to_str(),
-            **({"distill": self.distilled.state_dict()} if self.distilled is not None else {}),
+            # the distillation's own parameters (its language model is "model")
+            **({"distill": distill_state(self.distilled)} if self.distilled is not None else {}),
             # the word table's vocabulary (its rows are in "model"), so a resume needs no table directory
             **({"word_table": self.word_table} if self.word_table else {}),
             # float16 on a GPU: the loss scale, so a resume steps exactly as the run would have
             **({"scaler": self.scaler.state_dict()} if self.scaler is not None else {}),
         }
 
+    def _check_weights(self) -> None:
+        """NonFiniteError if any weight is inf or NaN: such weights are never written (the
+        last checkpoint and model-best stay as they were)."""
+        parts = [("", self.lm.state_dict())]
+        if self.distilled is not None:
+            parts.append(("distill.", distill_state(self.distilled)))
+        for prefix, tensors in parts:
+            for name, tensor in tensors.items():
+                if tensor.is_floating_point() and not bool(torch.isfinite(tensor).all()):
+                    raise NonFiniteError(
+                        f"the weights became non-finite ({prefix}{name}) at step {self.position.step}; nothing "
+                        f"was written at this step (the last checkpoint is untouched); lower [training] learning_rate"
+                    )
+
     def _write_checkpoint(self) -> None:
+        self._check_weights()  # on every process, before the snapshot's collectives
         state = self._snapshot()  # every rank takes part
         if self.dist.is_main:
             save_checkpoint(self.paths.checkpoint, state)
@@ -649,14 +743,15 @@ class Trainer:
     def _finish(self) -> tuple:
         """After the last step: a last log line, the replicas compared, model-last (and
         model-best if no evaluation made one) and the plot. Returns (final metrics, checksums)."""
-        if self.window.count or self.last_eval is None:
+        if self.window.count:  # steps since the last row (none: the last step has its row)
             self._evaluate_and_log()
         replicas = check_replicas(self.dist, self.lm, self.paths.log)
         final_metrics = self.evaluate() if self.dist.is_main else None
         if self.dist.is_main:
             # "finished": the run reached its end (scripts tell a finished run from a stopped one by it)
             self.save_model(self.paths.model_last, final_metrics, finished=True)
-            if not self.paths.model_best.exists():
+            # without a dev set model-best is the final model, also when a resume extended the run
+            if not self.dev_segments or not self.paths.model_best.exists():
                 self.save_model(self.paths.model_best, final_metrics, finished=True)
             plot_perplexity(self.paths.log, self.paths.plot)
         # every process leaves the group together, after the main one has saved: a process
@@ -693,9 +788,45 @@ class Trainer:
         if self.word_table:
             # where the table's vectors come from, their licence and pruning: what a model card must state
             metadata["word_table"] = self.word_table.get("info")
+        self._check_weights()
         was_training = self.lm.training
         save_native(path, self.lm.bilm, self.vocab, self.lm.head, metadata)
         self.lm.train(was_training)
+
+
+# sentences mode's most segments per batch (sentence_batches' default), for the step estimate
+_MAX_BATCH_SEGMENTS = int(inspect.signature(sentence_batches).parameters["max_batch_segments"].default)
+
+
+def gradient_norm(parameters: Iterator[torch.nn.Parameter]) -> torch.Tensor:
+    """The global L2 norm of the parameters' gradients (what clip_grad_norm_ returns), unchanged."""
+    norms = [torch.linalg.vector_norm(p.grad.detach(), dtype=torch.float32) for p in parameters if p.grad is not None]
+    return torch.linalg.vector_norm(torch.stack(norms)) if norms else torch.zeros(())
+
+
+def is_better(mean: float, best: Optional[float]) -> bool:
+    """Whether a mean dev perplexity beats the best so far: NaN never does, and a NaN best
+    (kept by a checkpoint of older code) is beaten by any number."""
+    if math.isnan(mean):
+        return False
+    return best is None or math.isnan(best) or mean < best
+
+
+def distill_state(distilled: DistilledLM) -> Dict[str, torch.Tensor]:
+    """The distillation's own parameters (map, scale, mix), without its language model's: the
+    checkpoint's "model" holds those once."""
+    return {k: v for k, v in distilled.state_dict().items() if not k.startswith("lm.")}
+
+
+def load_distill_state(distilled: DistilledLM, saved: Dict[str, torch.Tensor]) -> None:
+    """Take back `distill_state`; a checkpoint of older code also repeats the language model
+    there under "lm." (the same tensors as its "model"), which is passed over.
+    ValueError where a parameter is missing or unknown, RuntimeError where a shape differs."""
+    own = {k: v for k, v in saved.items() if not k.startswith("lm.")}
+    missing, unexpected = distilled.load_state_dict(own, strict=False)
+    missing = [k for k in missing if not k.startswith("lm.")]
+    if missing or unexpected:
+        raise ValueError(f"its distillation parameters do not fit: missing {missing}, unknown {list(unexpected)}")
 
 
 def check_stream_processes(config: Config, world_size: int) -> None:
@@ -742,4 +873,7 @@ def pretrain(config: Config, output_dir: PathLike, resume: bool = False, device:
     return Trainer(config, output_dir, device=device, progress=progress).run(resume=resume)
 
 
-__all__ = ["pretrain", "Trainer", "Interrupted", "build_language_model", "check_stream_processes", "run_finished"]
+__all__ = [
+    "pretrain", "Trainer", "Interrupted", "NonFiniteError", "build_language_model", "check_stream_processes",
+    "run_finished",
+]

@@ -47,7 +47,8 @@ def _rank_main(rank, world, port, config_path, overrides, out_dir, report_dir, r
     real = text_corpus.open_text
 
     def recording(path):
-        opened.append(Path(path).name)
+        if Path(path).name.startswith("part"):  # the corpus's files, not the tokenized cache's own
+            opened.append(Path(path).name)
         return real(path)
 
     text_corpus.open_text = recording
