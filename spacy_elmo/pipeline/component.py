@@ -361,7 +361,8 @@ class Elmo(TrainablePipe):
                 set_doc_layers(doc, doc_layers.astype(dtype, copy=False), store=persist, source=self.name)
             else:
                 assert mixed is not None
-                set_doc_mixed(doc, mixed.astype(dtype, copy=False), store=persist, source=self.name)  # float32: the same array
+                # a float32 mix: the same array
+                set_doc_mixed(doc, mixed.astype(dtype, copy=False), store=persist, source=self.name)
             if mixed is not None and set_tensor:
                 doc.tensor = mixed  # type: ignore[assignment]  # spaCy types it as float64
             if self.cfg["set_vector_hooks"]:

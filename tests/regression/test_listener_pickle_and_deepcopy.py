@@ -26,8 +26,8 @@ def test_a_pickled_and_a_deep_copied_pipeline_predict_the_same(allennlp_dir):
     expected = _scores(nlp)
     for clone in (pickle.loads(pickle.dumps(nlp)), copy.deepcopy(nlp)):
         numpy.testing.assert_array_equal(_scores(clone), expected)
-        listener = clone.get_pipe("elmo").listeners[0]
-        assert listener.upstream_name == "*" and listener.get_dim("nO") == nlp.get_pipe("elmo").listeners[0].get_dim("nO")
+        listener, original = clone.get_pipe("elmo").listeners[0], nlp.get_pipe("elmo").listeners[0]
+        assert listener.upstream_name == "*" and listener.get_dim("nO") == original.get_dim("nO")
 
 
 def test_a_listener_copied_mid_batch_has_received_nothing(allennlp_dir):

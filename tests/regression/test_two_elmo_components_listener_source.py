@@ -19,8 +19,8 @@ def _pipeline(allennlp_dir, order):
     listener = {"@architectures": "spacy-elmo.ElmoListener.v1", "upstream": "elmo_a"}
     for name in order:
         if name == "tag_a":
-            nlp.add_pipe("tagger", name="tag_a", config={"model": {"@architectures": "spacy.Tagger.v2",
-                                                                     "tok2vec": listener}})
+            model = {"@architectures": "spacy.Tagger.v2", "tok2vec": listener}
+            nlp.add_pipe("tagger", name="tag_a", config={"model": model})
         else:
             config = {"weights": str(allennlp_dir)}
             if name == "elmo_b":
