@@ -60,9 +60,18 @@ def token_to_char_ids(token: str, max_chars: int = 50) -> numpy.ndarray:
     return _row(ids, BOW_CHAR + SHIFT, EOW_CHAR + SHIFT, PAD_ID, max_chars)
 
 
+def _prefix(token: str, max_chars: int) -> str:
+    """The characters of `token` its row can read: a character is at least one UTF-8 byte, and a row reads
+    the first `max_chars - 2` bytes (or dictionary characters), so the first `max_chars - 2` characters
+    give the same row. The caches of rows are keyed on it, so a long token costs them no more than a short one."""
+    n = max_chars - 2
+    return token[:n] if 0 <= n < len(token) else token
+
+
 @lru_cache(maxsize=CACHED_TOKENS)
 def _cached_byte_row(token: str, max_chars: int) -> numpy.ndarray:
-    """`token_to_char_ids` of the most recent (token, max_chars), shared by every byte encoder (read-only)."""
+    """`token_to_char_ids` of the most recent (token prefix, max_chars), shared by every byte encoder
+    (read-only); called with `_prefix(token, max_chars)`, so no key is longer than a row reads."""
     row = token_to_char_ids(token, max_chars)
     row.flags.writeable = False
     return row
@@ -102,6 +111,8 @@ class CharIdEncoder:
         """The (max_chars,) ids of one token (read-only)."""
         if self.boundary_strings and token in self.boundary_names:
             return self.bos if token == self.boundary_names[0] else self.eos
+        if 0 <= self.max_chars - 2 < len(token):  # `_prefix`, inline: the row caches key on what a row reads
+            token = token[: self.max_chars - 2]
         if self.dictionary is None:
             return _cached_byte_row(token, self.max_chars)
         row = self._cache.get(token)

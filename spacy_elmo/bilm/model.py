@@ -21,7 +21,7 @@ from .char_ids import CharDictionary, CharIdEncoder
 from .config import BiLMConfig
 from .engine import AUTO, Engine, bulk, inference, make_engine
 from .engine.bulk import EMBED_BATCH_SENTENCES, EMBED_BATCH_TOKENS, length_sorted_batches
-from .engine.token_cache import TokenCache
+from .engine.token_cache import CacheLock, TokenCache
 from .engine.weights_key import WeightsKey
 from .layout import BiLMOutput, index_rows, stack_layers
 from .lstm import BiLSTMStack, LSTMState, TokenRows
@@ -39,32 +39,106 @@ class BiLM(nn.Module):
         `backend`: the engine that computes it (engine/). `word_table_vocab`, `char_dictionary`:
         the token layer's vocabularies, where the config has a word table or a character dictionary."""
         super().__init__()
+        # guards the caches' updates (the start state here; the token cache has its own): threads may share the model
+        self.cache_lock = CacheLock()
         # how many times clear_cache ran: caches kept outside the biLM (the pipeline's doc
         # cache) add it to their weights key, so writes the parameters' versions miss reach them
         self.cache_generation = 0
         self.config = config
-        self.boundary_strings = boundary_strings
+        # the token layer's settings: properties, whose setters rebuild what reads them and clear the caches
+        self._boundary_strings = bool(boundary_strings)
         self.token_encoder: Union[CharCNNEncoder, WordEncoder]
-        self.word_table_vocab = word_table_vocab if config.has_word_table else None
-        self.char_dictionary = char_dictionary if config.characters == "dictionary" else None
+        self._word_table_vocab = word_table_vocab if config.has_word_table else None
+        self._char_dictionary = char_dictionary if config.characters == "dictionary" else None
         self.engine: Engine = make_engine(backend)  # one, shared by the LSTMs and the token encoder
         if config.use_character_inputs:
             self._check_token_vocabularies(word_table_vocab, char_dictionary)
             self.token_encoder = CharCNNEncoder(config, self.engine)
-            self.char_encoder = CharIdEncoder(config.max_characters_per_token, boundary_strings, self.char_dictionary)
-            self.token_encoder.pad_id = self.char_encoder.pad_id
+            self._build_char_encoder()
         else:
-            if vocab is None or len(vocab) != config.n_tokens_vocab:
-                raise ValueError(f"a word-input biLM needs its vocabulary of n_tokens_vocab={config.n_tokens_vocab} "
-                                 f"words, got {None if vocab is None else len(vocab)}")
+            self._check_input_vocab(vocab)
             self.token_encoder = WordEncoder(config)
-        self.input_vocab = vocab if not config.use_character_inputs else None
+        self._input_vocab = vocab if not config.use_character_inputs else None
         self.lstm = BiLSTMStack(config, engine=self.engine)
         self.token_cache: Optional[TokenCache] = None
         self.stateful = False
         self._carried: Optional[LSTMState] = None
-        # the LSTM state after <S> / </S> from zeros, keyed on the weights (weights_key.py)
-        self._start: Optional[Tuple[WeightsKey, LSTMState]] = None
+        # the LSTM state after <S> / </S> from zeros, per key of the weights and precision (weights_key.py,
+        # engine/inference.start_state), least recently used first
+        self._start: Optional[List[Tuple[WeightsKey, LSTMState]]] = None
+
+    def _build_char_encoder(self) -> None:
+        self.char_encoder = CharIdEncoder(self.config.max_characters_per_token, self._boundary_strings,
+                                          self._char_dictionary)
+        self.token_encoder.pad_id = self.char_encoder.pad_id
+
+    def _check_input_vocab(self, vocab: Optional[Vocabulary]) -> None:
+        config = self.config
+        if vocab is None or len(vocab) != config.n_tokens_vocab:
+            raise ValueError(f"a word-input biLM needs its vocabulary of n_tokens_vocab={config.n_tokens_vocab} "
+                             f"words, got {None if vocab is None else len(vocab)}")
+
+    # -- the token layer's vocabularies and settings: assigning one takes effect at once --------
+    @property
+    def boundary_strings(self) -> bool:
+        """Whether the literal tokens "<S>" and "</S>" (a character dictionary's bos and eos) are boundaries."""
+        return self._boundary_strings
+
+    @boundary_strings.setter
+    def boundary_strings(self, value: bool) -> None:
+        self._boundary_strings = bool(value)
+        if self.config.use_character_inputs:
+            self._build_char_encoder()
+        self.clear_cache()
+
+    @property
+    def word_table_vocab(self) -> Optional[WordTableVocabulary]:
+        """The word table's vocabulary (None without a table); assign a new one rather than changing it."""
+        return self._word_table_vocab
+
+    @word_table_vocab.setter
+    def word_table_vocab(self, vocab: Optional[WordTableVocabulary]) -> None:
+        if not self.config.has_word_table:
+            if vocab is not None:
+                raise ValueError("this biLM has no word table: its word_table_vocab stays None")
+        else:
+            self._check_token_vocabularies(vocab, self._char_dictionary)
+        self._word_table_vocab = vocab
+        self.clear_cache()
+
+    @property
+    def char_dictionary(self) -> Optional[CharDictionary]:
+        """The character dictionary (None where the model reads UTF-8 bytes); assign a new one rather than
+        changing it."""
+        return self._char_dictionary
+
+    @char_dictionary.setter
+    def char_dictionary(self, dictionary: Optional[CharDictionary]) -> None:
+        if self.config.characters != "dictionary":
+            if dictionary is not None:
+                raise ValueError("this biLM reads UTF-8 bytes, not a character dictionary: its char_dictionary "
+                                 "stays None")
+        else:
+            self._check_token_vocabularies(self._word_table_vocab, dictionary)
+        self._char_dictionary = dictionary
+        if self.config.use_character_inputs:
+            self._build_char_encoder()
+        self.clear_cache()
+
+    @property
+    def input_vocab(self) -> Optional[Vocabulary]:
+        """The vocabulary of a word-input model (None for character models)."""
+        return self._input_vocab
+
+    @input_vocab.setter
+    def input_vocab(self, vocab: Optional[Vocabulary]) -> None:
+        if self.config.use_character_inputs:
+            if vocab is not None:
+                raise ValueError("a character biLM has no input vocabulary: its input_vocab stays None")
+        else:
+            self._check_input_vocab(vocab)
+        self._input_vocab = vocab
+        self.clear_cache()
 
     @property
     def backend(self) -> str:
@@ -138,11 +212,12 @@ class BiLM(nn.Module):
         """Forget computed token vectors, the start state and the engine's kept weights (their memory;
         every call checks them against the weights, but writes through `parameter.data` go unseen).
         Counting the call in `cache_generation` tells the caches kept outside the biLM as well."""
-        self.cache_generation += 1
-        self._start = None
-        self.engine.clear()
-        if self.token_cache is not None:
-            self.token_cache.clear()
+        with self.cache_lock:
+            self.cache_generation += 1
+            self._start = None
+            self.engine.clear()
+            if self.token_cache is not None:
+                self.token_cache.clear()
 
     def train(self, mode: bool = True) -> "BiLM":
         if mode:
@@ -165,9 +240,14 @@ class BiLM(nn.Module):
             table_vocab = self.word_table_vocab
             if table_vocab is not None:
                 boundary_ids = [table_vocab.bos_id, table_vocab.eos_id] if with_boundaries else []
-                table_ids = torch.tensor(boundary_ids + table_vocab.encode(tokens), dtype=torch.long, device=device)
+                token_ids = table_vocab.encode(tokens)
+                if self._boundary_strings:  # literal boundaries read the boundaries' rows, as their characters do
+                    names = self.char_encoder.boundary_names
+                    rows = {names[0]: table_vocab.bos_id, names[1]: table_vocab.eos_id}
+                    token_ids = [rows.get(token, i) for token, i in zip(tokens, token_ids)]
+                table_ids = torch.tensor(boundary_ids + token_ids, dtype=torch.long, device=device)
             return self.token_encoder(torch.from_numpy(ids).to(device), table_ids)
-        vocab = self.input_vocab
+        vocab = self._input_vocab
         assert vocab is not None  # a word-input biLM always has one (see __init__)
         word_ids = ([vocab.bos, vocab.eos] if with_boundaries else []) + vocab.encode(tokens)
         return self.token_encoder(torch.tensor(word_ids, dtype=torch.long, device=device))

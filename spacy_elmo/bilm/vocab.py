@@ -5,7 +5,13 @@
 `WordTableVocabulary` maps a token to a row of the word table, pretrained rows
 first, then learned special rows; how a token becomes its key is part of it,
 because tables differ (GloVe's words are lower-cased, ELMoForManyLangs cuts
-words to `max_characters_per_token - 2` characters).
+words to `max_characters_per_token - 2` characters). A token is looked up
+among the pretrained words only: the special rows are the model's boundaries
+and its unknown row, never a text token's (a literal "<S>" in a case-sensitive
+table is an unknown word). Where the names of the boundaries are pretrained
+words themselves (ELMoForManyLangs' `word.dic` holds `<bos>`, `<eos>` and
+`<oov>`, and no specials), a text token equal to one reads that row, as the
+reference does.
 """
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
@@ -74,7 +80,8 @@ TABLE_SPECIALS = ("<S>", "</S>", "<UNK>")
 @dataclass
 class WordTableVocabulary:
     """Words of a word table in row order, then `specials` (learned rows; `bos`, `eos`, `unknown` name
-    rows of either). A token is cut to `truncate_chars` and lower-cased (`lowercase`) before the lookup."""
+    rows of either). A token is cut to `truncate_chars` and lower-cased (`lowercase`) before the lookup,
+    which finds pretrained words only (`unknown_id` otherwise)."""
 
     words: List[str]
     specials: List[str] = field(default_factory=lambda: list(TABLE_SPECIALS))
@@ -86,15 +93,17 @@ class WordTableVocabulary:
 
     def __post_init__(self) -> None:
         self.words, self.specials = list(self.words), list(self.specials)
-        self._index: Dict[str, int] = {}
+        rows: Dict[str, int] = {}
         for i, word in enumerate(self.words + self.specials):
-            if word in self._index:
+            if word in rows:
                 raise ValueError(f"word table vocabulary: duplicate entry {word!r}")
-            self._index[word] = i
-        missing = [name for name in (self.bos, self.eos, self.unknown) if name not in self._index]
+            rows[word] = i
+        missing = [name for name in (self.bos, self.eos, self.unknown) if name not in rows]
         if missing:
             raise ValueError(f"word table vocabulary: the rows {missing} are neither words nor specials")
-        self.bos_id, self.eos_id, self.unknown_id = (self._index[n] for n in (self.bos, self.eos, self.unknown))
+        self.bos_id, self.eos_id, self.unknown_id = (rows[n] for n in (self.bos, self.eos, self.unknown))
+        # what a token can find: the pretrained words (rows of the specials are the model's, not text's)
+        self._index: Dict[str, int] = {word: i for word, i in rows.items() if i < len(self.words)}
 
     @property
     def n_rows(self) -> int:

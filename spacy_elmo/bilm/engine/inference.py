@@ -10,11 +10,15 @@ computation (eval-mode `BiLM.forward` with the boundaries kept), with less work:
   never depend on the batch or the history.
 * `forward_tokens_only`: from the zero state every row's first step reads
   `<S>` (forward) or `</S>` (backward), so the state after it is the same for
-  all rows: it is computed once, alone (`start_state`, kept until a weight,
-  the precision or the backend changes), and every row starts from it. The
+  all rows: it is computed once, alone (`start_state`, kept per precision
+  until a weight or the backend changes), and every row starts from it. The
   last step reads the other boundary, whose outputs are dropped: it is not
   run. A row's numbers do not depend on the other rows of its products
   (product_rows.py), so they are those of the full run, bit for bit.
+
+One model may be shared by threads, each in its own precision (autocast is
+per thread): both caches keep each precision's values apart, take them under
+a lock once per batch, and compute outside it.
 """
 from typing import TYPE_CHECKING, Optional, Sequence
 
@@ -22,7 +26,7 @@ import torch
 
 from ..layout import BOS_ROW, EOS_ROW, BiLMOutput, index_rows, stack_layers
 from ..lstm import LSTMState, TokenRows
-from .token_cache import TokenCache
+from .token_cache import MAX_KEYS, TokenCache
 from .weights_key import weights_key
 
 if TYPE_CHECKING:
@@ -30,31 +34,51 @@ if TYPE_CHECKING:
 
 
 def enable_cache(bilm: "BiLM", max_size: int, words: Optional[Sequence[str]], max_bytes: Optional[int]) -> TokenCache:
-    """A token cache for `bilm` (see `BiLM.enable_cache`), `words` computed now and pinned."""
-    cache = bilm.token_cache = TokenCache(max_size=max_size, learn=max_size > 0, max_bytes=max_bytes)
-    cache.validate(weights_key(bilm, bilm.backend))
+    """A token cache for `bilm` (see `BiLM.enable_cache`), `words` computed now and pinned.
+
+    The cache serves eval mode only, so the words are computed in eval mode (the bits eval
+    mode computes uncached), whatever mode the biLM is in; its mode is restored after."""
+    cache = TokenCache(max_size=max_size, learn=max_size > 0, max_bytes=max_bytes)
     words = list(dict.fromkeys(words or []))
-    with torch.no_grad():
-        for start in range(0, len(words), 4096):
-            chunk = words[start : start + 4096]
-            cache.pin(chunk, bilm.encode_uncached(chunk, with_boundaries=False))
+    was_training = bilm.training
+    if was_training:
+        torch.nn.Module.train(bilm, False)  # BiLM.train clears caches on the way back; this does not
+    try:
+        with torch.no_grad():
+            entries = cache.validate(weights_key(bilm, bilm.backend))
+            for start in range(0, len(words), 4096):
+                chunk = words[start : start + 4096]
+                cache.pin(chunk, bilm.encode_uncached(chunk, with_boundaries=False), entries)
+    finally:
+        if was_training:
+            torch.nn.Module.train(bilm, True)
+    bilm.token_cache = cache
     return cache
 
 
 def encode_tokens(bilm: "BiLM", tokens: Sequence[str]) -> torch.Tensor:
-    """`BiLM.encode_tokens` in eval mode: [<S>, </S>] + tokens, through the token cache where there is one."""
+    """`BiLM.encode_tokens` in eval mode: [<S>, </S>] + tokens, through the token cache where there is one.
+
+    The cache's entries for this call's key are taken once, under the cache's lock, and used
+    throughout: another thread (another precision) never swaps them in between."""
     cache = bilm.token_cache
     if cache is None:
         return bilm.encode_uncached(tokens, with_boundaries=True)
-    cache.validate(weights_key(bilm, bilm.backend))
-    found, vectors, missing = cache.lookup(tokens)
-    if cache.boundaries is None:
-        cache.boundaries = bilm.encode_uncached([], with_boundaries=True).detach()
-    boundaries = cache.boundaries
+    key = weights_key(bilm, bilm.backend)
+    with cache.lock:
+        entries = cache.validate(key)
+        found, vectors, missing = cache.lookup(tokens, entries)
+        boundaries = entries.boundaries
+    if boundaries is None:
+        boundaries = bilm.encode_uncached([], with_boundaries=True).detach()
+        with cache.lock:
+            if entries.boundaries is None:
+                entries.boundaries = boundaries
+            boundaries = entries.boundaries
     if missing:
         missing_tokens = [tokens[i] for i in missing]
         computed = bilm.encode_uncached(missing_tokens, with_boundaries=False)
-        cache.add(missing_tokens, computed)
+        cache.add(missing_tokens, computed, entries)
     if not found:
         return torch.cat([boundaries, computed]) if missing else boundaries.clone()
     out = boundaries.new_empty((len(tokens) + 2, boundaries.shape[1]))
@@ -79,14 +103,25 @@ def forward_tokens_only(bilm: "BiLM", sentences: Sequence[Sequence[str]]) -> BiL
 
 
 def start_state(bilm: "BiLM", token_vectors: torch.Tensor) -> LSTMState:
-    """The state after the first step (<S> forward, </S> backward) from zeros, one row, kept in `bilm._start`."""
+    """The state after the first step (<S> forward, </S> backward) from zeros, one row.
+
+    Kept in `bilm._start`, a list of (key, state), least recently used first: up to
+    `MAX_KEYS` precisions of the same weights side by side (threads may embed a model in
+    different precisions at once); a key of other weights drops the others. Read and
+    updated under `bilm.cache_lock`; the state returned is the one found or computed here."""
     key = weights_key(bilm, token_vectors.dtype, token_vectors.device, bilm.backend)
-    if bilm._start is None or bilm._start[0] != key:
-        index = torch.tensor([[[BOS_ROW]], [[EOS_ROW]]], device=token_vectors.device)
-        boundaries = token_vectors[:2]  # the table rows it reads; not the batch's whole table
-        _, state = bilm.lstm(TokenRows(boundaries, index), [1])
-        bilm._start = (key, state)
-    return bilm._start[1]
+    with bilm.cache_lock:
+        kept = bilm._start or []
+        for i in range(len(kept) - 1, -1, -1):
+            if kept[i][0] == key:
+                return kept[i][1]
+    index = torch.tensor([[[BOS_ROW]], [[EOS_ROW]]], device=token_vectors.device)
+    boundaries = token_vectors[:2]  # the table rows it reads; not the batch's whole table
+    _, state = bilm.lstm(TokenRows(boundaries, index), [1])
+    with bilm.cache_lock:
+        same_weights = [entry for entry in (bilm._start or []) if entry[0].same_weights(key) and entry[0] != key]
+        bilm._start = same_weights[-(MAX_KEYS - 1):] + [(key, state)]
+    return state
 
 
 __all__ = ["encode_tokens", "forward_tokens_only", "start_state"]

@@ -16,6 +16,11 @@ cheap enough to take on every call:
 
 Writes through `tensor.data` are invisible to autograd's version counter, so
 they are invisible here too: after such writes call `BiLM.clear_cache()`.
+Inference tensors (made inside `torch.inference_mode()`, e.g. a model loaded
+there) have no version counter at all: their version reads as a constant.
+Outside inference mode they cannot be modified in place, so nothing is
+missed there; an in-place write inside inference mode is, like a write
+through `.data`: call `clear_cache()` after it.
 """
 import weakref
 from typing import Any, Iterable, Tuple
@@ -33,8 +38,18 @@ class WeightsKey:
         self._refs: Tuple[weakref.ref, ...] = tuple(weakref.ref(t) for t in tensors)
         device_types = sorted({t.device.type for t in tensors})
         autocast = tuple(_autocast_state(kind) for kind in device_types)
-        described = tuple((t._version, t.data_ptr(), t.dtype, t.device, tuple(t.shape)) for t in tensors)
+        described = tuple((_version(t), t.data_ptr(), t.dtype, t.device, tuple(t.shape)) for t in tensors)
         self._state = (described, autocast, context)
+
+    def same_weights(self, other: "WeightsKey") -> bool:
+        """Whether `other` names the same live tensors at the same versions (whatever the
+        autocast state and context): values computed under either key stay valid."""
+        return (
+            isinstance(other, WeightsKey)
+            and self._state[0] == other._state[0]
+            and len(self._refs) == len(other._refs)
+            and all(a() is not None and a() is b() for a, b in zip(self._refs, other._refs))
+        )
 
     def __eq__(self, other: object) -> bool:
         if not isinstance(other, WeightsKey) or self._state != other._state:
@@ -55,6 +70,12 @@ class WeightsKey:
 
 def _matching_nothing() -> WeightsKey:
     return WeightsKey((), object())
+
+
+def _version(t: torch.Tensor) -> int:
+    # an inference tensor tracks no version (reading it raises); it cannot be written in place
+    # outside inference mode, so a constant stands for it
+    return -1 if t.is_inference() else t._version
 
 
 def _autocast_state(device_type: str) -> tuple:
