@@ -122,20 +122,20 @@ def tiny_config_path() -> Path:
     return ROOT / "configs" / "pretrain_tiny.cfg"
 
 
+def heldout_corpus(data_dir: Path, path: Path, n_lines: int) -> Path:
+    """The first `n_lines` lines of the heldout pretraining text, written to `path` (about 25 tokens a line)."""
+    import gzip
+    from itertools import islice
+
+    with gzip.open(data_dir / "pretrain_en" / "heldout.txt.gz", "rt", encoding="utf-8") as f:
+        path.write_text("".join(islice(f, n_lines)), encoding="utf-8")
+    return path
+
+
 @pytest.fixture
 def small_corpus(tmp_path, data_dir) -> Path:
     """About 3,000 tokens of the heldout pretraining text."""
-    import gzip
-
-    lines = []
-    with gzip.open(data_dir / "pretrain_en" / "heldout.txt.gz", "rt", encoding="utf-8") as f:
-        for line in f:
-            lines.append(line)
-            if len(lines) >= 120:
-                break
-    path = tmp_path / "corpus.txt"
-    path.write_text("".join(lines), encoding="utf-8")
-    return path
+    return heldout_corpus(data_dir, tmp_path / "corpus.txt", 120)
 
 
 @pytest.fixture

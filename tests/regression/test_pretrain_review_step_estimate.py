@@ -5,21 +5,17 @@ unroll_steps positions (batch_tokens plays no part there), and every segment als
 its <S> and </S> positions, which `sentences` batches count against batch_tokens. The
 estimate now follows each mode (and accumulate_steps) and is within 15% of the steps an
 epoch really takes."""
-import gzip
-
 import pytest
 
 from spacy_elmo.pretrain import Trainer, load_config
+
+from ..conftest import heldout_corpus
 
 
 @pytest.fixture
 def corpus(tmp_path, data_dir):
     """About 8,000 tokens of the heldout pretraining text."""
-    with gzip.open(data_dir / "pretrain_en" / "heldout.txt.gz", "rt", encoding="utf-8") as f:
-        lines = [next(f) for _ in range(300)]
-    path = tmp_path / "corpus.txt"
-    path.write_text("".join(lines), encoding="utf-8")
-    return path
+    return heldout_corpus(data_dir, tmp_path / "corpus.txt", 300)
 
 
 @pytest.mark.parametrize("settings", [

@@ -19,6 +19,8 @@ from spacy_elmo.faults import VARIABLE
 from spacy_elmo.pretrain import load_config, pretrain
 from spacy_elmo.pretrain.checkpoint import CheckpointError, load_checkpoint
 
+from ..conftest import heldout_corpus
+
 CONFIGS = Path(__file__).resolve().parents[2] / "configs"
 ENV = {**os.environ, "OMP_NUM_THREADS": "1"}
 ENV.pop(VARIABLE, None)
@@ -31,13 +33,7 @@ def _with_fault(spec: str) -> dict:
 
 @pytest.fixture
 def corpus(tmp_path, data_dir):
-    import gzip
-
-    with gzip.open(data_dir / "pretrain_en" / "heldout.txt.gz", "rt", encoding="utf-8") as f:
-        lines = [next(f) for _ in range(120)]
-    path = tmp_path / "corpus.txt"
-    path.write_text("".join(lines), encoding="utf-8")
-    return path
+    return heldout_corpus(data_dir, tmp_path / "corpus.txt", 120)
 
 
 def _pretrain_args(corpus, out, every=3):
