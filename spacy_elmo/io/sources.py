@@ -191,6 +191,11 @@ def _complete(target: Path) -> bool:
     return target.is_dir() and (target / MARKER).is_file()
 
 
+def _unwritable(folder: Path, err: OSError) -> WeightsError:
+    """The error for a cache folder (models/, locks/) that cannot be created or written."""
+    return WeightsError(f"{folder}: cannot write to the model cache ({err}); set {CACHE_ENV}")
+
+
 @contextmanager
 def _entry_lock(target: Path, label: str) -> Iterator[None]:
     """Hold `locks/KEY.lock` in the cache while fetching entry KEY, so that one process fetches and others wait.
@@ -208,7 +213,7 @@ def _entry_lock(target: Path, label: str) -> Iterator[None]:
     try:
         locks.mkdir(parents=True, exist_ok=True)
     except OSError as err:
-        raise WeightsError(f"{locks}: cannot write to the model cache ({err}); set {CACHE_ENV}") from None
+        raise _unwritable(locks, err) from None
     lock = FileLock(str(locks / f"{target.name}.lock"))
     try:
         try:
@@ -232,7 +237,7 @@ def _fetch(source: Source, target: Path, progress: bool, refresh: bool = False) 
         parent.mkdir(parents=True, exist_ok=True)
         work = Path(tempfile.mkdtemp(prefix=f".partial-{target.name}-", dir=parent))
     except OSError as err:
-        raise WeightsError(f"{parent}: cannot write to the model cache ({err}); set {CACHE_ENV}") from None
+        raise _unwritable(parent, err) from None
     try:
         model_dir = _materialize(source, work, progress)
         _verify(model_dir, source.label)
