@@ -49,6 +49,8 @@ from .extensions import mix_layers, register_extensions, set_doc_layers, set_doc
 DEFAULT_MODEL = Config({"model": {"@architectures": defaults.ARCHITECTURE, **defaults.model_settings()}})["model"]
 DEFAULT_MODEL_CONFIG = Config({"model": DEFAULT_MODEL}).to_str()
 STORE = ("layers", "mix")
+# cfg key: the `weights` setting naming what an [initialize] loader filled the biLM with (None: the embedded model)
+FILLED_FROM = "initialized_from"
 STORE_DTYPES = ("float32", "float16")
 
 _forked = {"pending": False}
@@ -218,7 +220,6 @@ class Elmo(TrainablePipe):
             drop_bilm(model)  # explicit weights win over sizes in the model block: loaded on first use
         # what spaCy's replace_listeners looks for (see layers/standalone.py)
         model.attrs["replace_listener"] = replace_listener
-        self._filled_by: Optional[Callable] = None  # an [initialize] loader that filled the biLM
         self.frozen = bool(frozen)
 
     @property
@@ -294,8 +295,10 @@ class Elmo(TrainablePipe):
         """What `replace_listeners` writes in a listener's place: a standalone block with this
         component's `frozen` setting and the weights its biLM came from (its `weights`, or the
         model its [initialize] loader read), so that the block builds the same biLM on its own."""
-        loader = self._filled_by or self.model.attrs.get(LOADER_ATTR)
-        weights = getattr(loader, "weights", self.cfg["weights"])
+        if FILLED_FROM in self.cfg:  # an [initialize] loader filled it (in this process or the saved one's)
+            weights = self.cfg[FILLED_FROM]
+        else:
+            weights = getattr(self.model.attrs.get(LOADER_ATTR), "weights", self.cfg["weights"])
         self.model.attrs["replace_listener_cfg"] = partial(
             replace_listener_cfg, frozen=self.cfg["frozen"], weights=weights
         )
@@ -485,7 +488,8 @@ class Elmo(TrainablePipe):
             self.cfg["weights"] = str(weights)
         if loader is not None:
             loader(self.model)
-            self._filled_by = loader  # what replace_listeners' config names (in this process only)
+            # what replace_listeners' config names; saved with the cfg, so a reloaded pipeline still knows
+            self.cfg[FILLED_FROM] = getattr(loader, "weights", self.cfg["weights"])
             self._set_replace_listener_cfg()
         self._check_ready()
         docs = [eg.predicted for eg in islice(get_examples(), 10)]
@@ -503,7 +507,7 @@ class Elmo(TrainablePipe):
 
     def from_bytes(self, bytes_data: bytes, *, exclude=tuple()) -> "Elmo":
         _check_readable(bytes_data, f"'{self.name}' component bytes")
-        settings = self._settings()
+        settings = self._settings(exclude)
         super().from_bytes(bytes_data, exclude=exclude)
         self._restore_settings(settings)
         return self
@@ -512,13 +516,19 @@ class Elmo(TrainablePipe):
         model_file = Path(path) / "model"
         if "model" not in exclude and model_file.is_file():
             _check_readable(model_file.read_bytes(), str(model_file))
-        settings = self._settings()
+        settings = self._settings(exclude)
         super().from_disk(path, exclude=exclude)
         self._restore_settings(settings, _saved_pipe_config(Path(path).parent / "config.cfg", self.name))
         return self
 
-    def _settings(self) -> Tuple[Dict[str, Any], Dict[str, Any]]:
-        """What the component's config set: its cfg and the biLM model's settings."""
+    def _settings(self, exclude=tuple()) -> Tuple[Dict[str, Any], Dict[str, Any]]:
+        """What the component's config set: its cfg and the biLM model's settings.
+
+        Where the biLM came from is no setting: it follows the weights, which
+        come from the files, so it is dropped here and the saved cfg's is kept.
+        """
+        if "cfg" not in exclude:
+            self.cfg.pop(FILLED_FROM, None)
         attrs = self.model.attrs
         return dict(self.cfg), {name: attrs[name] for name in defaults.model_settings() if name in attrs}
 

@@ -52,7 +52,9 @@ def test_published_loader(allennlp_dir, tmp_path):
     _same_as(nlp, load_bilm(allennlp_dir))
     assert str(allennlp_dir) not in json.dumps(nlp.config["components"])
     nlp.to_disk(tmp_path / "p")  # the loaded weights travel with the pipeline
-    assert str(allennlp_dir) not in (tmp_path / "p" / "elmo" / "cfg").read_text()
+    saved_cfg = json.loads((tmp_path / "p" / "elmo" / "cfg").read_text())
+    assert saved_cfg["weights"] is None  # only where the weights came from, for replace_listeners
+    assert saved_cfg["initialized_from"] == str(allennlp_dir)
     _same_as(spacy.load(tmp_path / "p"), load_bilm(allennlp_dir))
 
 

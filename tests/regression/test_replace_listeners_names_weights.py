@@ -38,3 +38,39 @@ def test_an_initialize_loader_is_named_too(allennlp_dir):
     nlp.initialize(lambda: tagged_examples(nlp))
     nlp.replace_listeners("elmo", "tagger", ["model.tok2vec"])
     assert nlp.config["components"]["tagger"]["model"]["tok2vec"]["weights"] == str(allennlp_dir)
+
+
+def _initialized_by_loader(allennlp_dir):
+    nlp = spacy.blank("en")
+    nlp.add_pipe("elmo")
+    nlp.add_pipe("tagger", config={"model": {"@architectures": "spacy.Tagger.v2",
+                                             "tok2vec": {"@architectures": "spacy-elmo.ElmoListener.v1"}}})
+    nlp.config["initialize"]["components"]["elmo"] = {
+        "loader": {"@model_loaders": "spacy-elmo.PublishedLoader.v1", "path": str(allennlp_dir)}}
+    nlp.initialize(lambda: tagged_examples(nlp))
+    return nlp
+
+
+def test_the_loader_is_still_named_after_saving_and_loading(allennlp_dir, tmp_path):
+    """Regression: which loader filled the biLM was kept on the component object only, so a
+    pipeline loaded from disk named its `weights` (null: the embedded model) instead."""
+    _initialized_by_loader(allennlp_dir).to_disk(tmp_path / "pipeline")
+    loaded = spacy.load(tmp_path / "pipeline")
+    loaded.replace_listeners("elmo", "tagger", ["model.tok2vec"])
+    assert loaded.config["components"]["tagger"]["model"]["tok2vec"]["weights"] == str(allennlp_dir)
+
+
+def test_the_loader_is_still_named_after_a_bytes_round_trip(allennlp_dir):
+    nlp = _initialized_by_loader(allennlp_dir)
+    restored = load_model_from_config(nlp.config, auto_fill=True).from_bytes(nlp.to_bytes())
+    restored.replace_listeners("elmo", "tagger", ["model.tok2vec"])
+    assert restored.config["components"]["tagger"]["model"]["tok2vec"]["weights"] == str(allennlp_dir)
+
+
+def test_loading_files_without_a_loader_forgets_an_earlier_one(allennlp_dir, tmp_path):
+    """The provenance follows the weights: files saved without a loader replace what one set."""
+    nlp, _, _ = tagger_pipeline(allennlp_dir)  # its `weights` names the fixture, no [initialize] loader
+    nlp.to_disk(tmp_path / "plain")
+    other = _initialized_by_loader(allennlp_dir)
+    other.get_pipe("elmo").from_disk(tmp_path / "plain" / "elmo", exclude=["vocab"])
+    assert "initialized_from" not in other.get_pipe("elmo").cfg
