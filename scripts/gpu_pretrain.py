@@ -199,7 +199,7 @@ def run(args, overrides) -> None:
         status = _run_logged(command + overrides, out / "pretrain.log", env)
         if (run_dir / "log.jsonl").exists():
             shutil.copy2(run_dir / "log.jsonl", out / "log.jsonl")
-        if status not in (0, 130):  # 130: stopped by a signal, model-last written
+        if status not in (0, 130, 143):  # 130/143: stopped by SIGINT/SIGTERM, model-last written
             sys.exit(status)
         best = run_dir / "model-best" if (run_dir / "model-best").exists() else run_dir / "model-last"
         embedding = scratch / "model-embedding"

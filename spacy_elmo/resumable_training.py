@@ -79,7 +79,7 @@ EXIT_TIME_BUDGET = 3
 go on to the next step on a half-trained model), and not an error: --resume continues it."""
 SIGNAL_EXIT = {"SIGINT": 130, "SIGTERM": 143}
 """The exit status of a run a signal stopped (128 + the signal's number, as shells report it;
-`python -m spacy_elmo pretrain` exits 130 after either signal)."""
+`python -m spacy_elmo pretrain` exits with the same)."""
 _OPTIMIZER_TABLES = ("mom1", "mom2", "averages")
 _OPTIMIZER_COUNTS = ("nr_update", "last_seen")
 

@@ -43,7 +43,8 @@ def pretrain_cli(
     --init-from MODEL continues training an existing native model (e.g.
     --init-from embedded, the shipped biLM) in a new run. Under
     torchrun, each process trains on its share of the batches
-    (DistributedDataParallel). SIGINT/SIGTERM write a checkpoint and stop;
+    (DistributedDataParallel). SIGINT/SIGTERM write a checkpoint and stop
+    (exit status 130/143);
     --resume continues exactly where it left off.
     """
     from ..pretrain import Interrupted, SettingsError, load_config, pretrain
@@ -51,6 +52,7 @@ def pretrain_cli(
     from ..pretrain.distributed import launched_world_size
     from ..pretrain.settings import parse_overrides
     from ..pretrain.text_corpus import SpacyRequired
+    from ..resumable_training import SIGNAL_EXIT
 
     config_file, output, extra = _paths_and_overrides(ctx, config_path, output_dir)
     try:
@@ -70,7 +72,7 @@ def pretrain_cli(
         result = pretrain(config, output, resume=resume, device=device, progress=not quiet)
     except Interrupted as err:
         msg.warn(str(err))
-        raise typer.Exit(130)
+        raise typer.Exit(SIGNAL_EXIT.get(err.signal or "SIGINT", SIGNAL_EXIT["SIGINT"]))
     except (SettingsError, CheckpointError, FileNotFoundError, ValueError, SpacyRequired) as err:
         fail(str(err))
     dev = result.get("dev")

@@ -62,7 +62,15 @@ PathLike = Union[str, Path]
 
 
 class Interrupted(Exception):
-    """Training stopped on SIGINT/SIGTERM after writing a checkpoint."""
+    """Training stopped on SIGINT/SIGTERM after writing a checkpoint.
+
+    `signal`: the name of the signal that stopped it ("SIGINT", "SIGTERM"); None where another
+    rank's signal stopped this one, which the command reports as SIGINT's (exit status 130).
+    """
+
+    def __init__(self, message: str, signal: Optional[str] = None) -> None:
+        super().__init__(message)
+        self.signal = signal
 
 
 class NonFiniteError(FloatingPointError, ValueError):
@@ -245,7 +253,8 @@ class Trainer:
                         self.save_model(self.paths.model_last, self.last_eval)
                     raise Interrupted(
                         f"stopped by {stopped_by} at step {self.position.step}; checkpoint written to "
-                        f"{self.paths.checkpoint}; continue with --resume"
+                        f"{self.paths.checkpoint}; continue with --resume",
+                        signal=stopped_by if stopped_by.startswith("SIG") else None,
                     )
                 final_metrics, replicas = self._finish()
         finally:
