@@ -24,6 +24,8 @@ from typing import List, Optional
 import torch
 import torch.distributed as dist
 
+from .plot import read_log
+
 GPU_BACKEND = "cpu:gloo,cuda:nccl"
 CPU_BACKEND = "gloo"
 
@@ -101,9 +103,12 @@ def shutdown(state: Dist) -> None:
         dist.destroy_process_group()
 
 
-def check_replicas(state: Dist, module: torch.nn.Module, log: Path) -> Optional[List[Optional[str]]]:
+def check_replicas(state: Dist, module: torch.nn.Module, log: Path, step: int) -> Optional[List[Optional[str]]]:
     """Under DDP, every replica must hold the same weights: their checksums are gathered,
-    logged (main process) and compared; RuntimeError if they differ. None without DDP."""
+    logged (main process) and compared; RuntimeError if they differ. None without DDP.
+
+    The row names its step (`at_step`); a run resumed after it finished, which takes no step, logs
+    none again (one row per finish at a step, as for the loss rows)."""
     if not state.enabled:
         return None
     digest = hashlib.sha1()
@@ -111,9 +116,9 @@ def check_replicas(state: Dist, module: torch.nn.Module, log: Path) -> Optional[
         digest.update(tensor.detach().cpu().contiguous().numpy().tobytes())
     checksums: List[Optional[str]] = [None] * state.world_size
     dist.all_gather_object(checksums, digest.hexdigest())
-    if state.is_main:
+    if state.is_main and not any(row.get("at_step") == step and "replica_checksums" in row for row in read_log(log)):
         with log.open("a", encoding="utf-8") as handle:
-            handle.write(json.dumps({"replica_checksums": checksums}) + "\n")
+            handle.write(json.dumps({"at_step": step, "replica_checksums": checksums}) + "\n")
     if len(set(checksums)) != 1:
         raise RuntimeError(f"data-parallel replicas diverged: weight checksums {checksums}")
     return checksums

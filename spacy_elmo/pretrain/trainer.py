@@ -754,7 +754,7 @@ class Trainer:
         model-best if no evaluation made one) and the plot. Returns (final metrics, checksums)."""
         if self.window.count:  # steps since the last row (none: the last step has its row)
             self._evaluate_and_log()
-        replicas = check_replicas(self.dist, self.lm, self.paths.log)
+        replicas = check_replicas(self.dist, self.lm, self.paths.log, self.position.step)
         final_metrics = self.evaluate() if self.dist.is_main else None
         if self.dist.is_main:
             # "finished": the run reached its end (scripts tell a finished run from a stopped one by it)
