@@ -15,7 +15,8 @@ def perplexity_cli(
         "archive, URL or catalogue name",
     ),
     text_path: Path = typer.Argument(
-        ..., help="Text file (.txt or .gz), one sentence or paragraph per line", exists=True
+        ..., help="Text file (.txt or .gz), one sentence or paragraph per line, or a .spacy file (its sentences), "
+        "read as pretrain reads its data", exists=True
     ),
     as_json: bool = typer.Option(False, "--json", help="Print one JSON object: forward, backward, mean, tokens"),
     lang: str = typer.Option("en", "--lang", help="spaCy language of the tokenizer"),

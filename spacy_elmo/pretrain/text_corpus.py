@@ -180,8 +180,13 @@ def _docbin_sentences(path: Path, lang: str, part: int, parts: int) -> Iterator[
     spacy = _import_spacy(f"{path}: reading a .spacy (DocBin) file")
     from spacy.tokens import DocBin
 
+    try:
+        docbin = DocBin().from_disk(path)
+    except (ValueError, KeyError, TypeError, zlib.error) as err:  # spaCy's E1014 names no file
+        raise CorpusError(f"{path}: not a readable spaCy DocBin (.spacy) file, damaged or of another format "
+                          f"({err}); rebuild it (python -m spacy_elmo corpus ...)") from None
     units = 0
-    for doc in DocBin().from_disk(path).get_docs(spacy.blank(lang).vocab):
+    for doc in docbin.get_docs(spacy.blank(lang).vocab):
         spans = doc.sents if doc.has_annotation("SENT_START") else [doc[:]]
         for span in spans:
             if units % parts == part:
@@ -201,11 +206,10 @@ def split_long(tokens: List[str], max_length: int) -> Iterator[List[str]]:
 
 def text_segments(path: PathLike, lang: str, max_length: int, tokenizer: str = "spacy") -> List[List[str]]:
     """A text file's non-empty lines tokenized (spaCy's `lang` tokenizer, or "whitespace" for
-    tokenized text) and cut into segments of at most `max_length` tokens, as pretraining reads
-    text (`spacy_elmo perplexity` scores these)."""
+    tokenized text), or a `.spacy` file's sentences, cut into segments of at most `max_length`
+    tokens, as pretraining reads its files (`spacy_elmo perplexity` scores these)."""
     segments: List[List[str]] = []
-    lines = (line.strip() for line in read_lines(path))
-    for tokens in tokenize_lines((line for line in lines if line), tokenizer, lang):
+    for tokens in _tokenized_lines([Path(path)], lang, tokenizer=tokenizer):
         segments.extend(split_long(tokens, max_length))
     return segments
 
