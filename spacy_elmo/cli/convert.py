@@ -1,10 +1,14 @@
 """`convert`: between the published format and the native one, and from ELMoForManyLangs' layout."""
 from pathlib import Path
+from typing import Any, Dict
 
 import typer
 from wasabi import msg
 
 from ._util import fail, load_weights_or_fail
+
+# formats whose loaders describe the model in its metadata (`source`, `format`): they carry none of their own
+_FOREIGN_FORMATS = ("published", "elmoformanylangs")
 
 
 def convert_cli(
@@ -34,20 +38,41 @@ def convert_cli(
 
     if to not in ("native", "published"):
         fail(f"--to must be 'native' or 'published', got {to!r}")
-    loaded = load_weights_or_fail(input_dir, with_softmax=not no_softmax)
-    if to == "published":
-        try:
-            options, weights = export_published(loaded.bilm, output_dir)
-        except WeightsError as err:  # e.g. a word table, which the published format has no place for
-            fail(str(err))
-        msg.good(f"Wrote {options} and {weights}")
-        return
-    head = None if no_softmax else loaded.head
-    # the softmax vocabulary only travels with the softmax (word-input models keep theirs)
+    native_only = [name for name, given in (("--no-softmax", no_softmax), ("--float16", float16),
+                                            ("--table-float16", table_float16)) if given]
+    if to == "published" and native_only:  # they would change nothing: say so rather than ignore them
+        fail(f"{', '.join(native_only)}: only for a native target; the published format stores float32 "
+             "weights and never a softmax")
+    if output_dir.exists() and not output_dir.is_dir():
+        fail(f"{output_dir}: exists and is not a directory; give a directory to write the model into")
+    loaded = load_weights_or_fail(input_dir, with_softmax=to == "native" and not no_softmax)
     try:
-        save_native(output_dir, loaded.bilm, loaded.vocab if head is not None else None, head, loaded.metadata,
+        if to == "published":
+            options, weights = export_published(loaded.bilm, output_dir)
+            msg.good(f"Wrote {options} and {weights}")
+            return
+        head = None if no_softmax else loaded.head
+        # the softmax vocabulary only travels with the softmax (word-input models keep theirs)
+        save_native(output_dir, loaded.bilm, loaded.vocab if head is not None else None, head,
+                    native_metadata(loaded.metadata),
                     storage_dtype="float16" if float16 else "float32",
                     table_dtype="float16" if table_float16 else None)
-    except (WeightsError, ValueError) as err:  # another model in OUTPUT_DIR; weights beyond float16's range
+    except (WeightsError, ValueError) as err:  # a model the target cannot hold; another model in OUTPUT_DIR
         fail(str(err))
+    except OSError as err:  # the output cannot be written: no permission, a full disk, a file in the way
+        fail(f"{output_dir}: cannot write ({err.strerror or err})")
     msg.good(f"Wrote native model to {output_dir}")
+
+
+def native_metadata(metadata: Dict[str, Any]) -> Dict[str, Any]:
+    """The metadata a native copy of a model records.
+
+    A published or ELMoForManyLangs model has no metadata of its own: its
+    loader describes where it came from (`source`, `format`). Stored as it
+    is, the native copy would claim to be in the format it was converted
+    from, so it is kept under `converted_from` instead. A native model's own
+    metadata (what `pretrain` recorded) goes over unchanged.
+    """
+    if metadata.get("format") in _FOREIGN_FORMATS:
+        return {"format": "native", "converted_from": dict(metadata)}
+    return metadata

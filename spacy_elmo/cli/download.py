@@ -27,12 +27,13 @@ def download_cli(
 
     Later runs that name the same model use the cached copy without the
     network; copy the cache directory to a machine that runs offline and set
-    SPACY_ELMO_CACHE there. A model already in the cache is loaded again to
-    check it; one whose files were damaged since is reported, and --force
+    SPACY_ELMO_CACHE there. A model already in the cache is checked again:
+    every file's sha256 against the one recorded when it was fetched, then
+    loaded; one whose files were damaged since is reported, and --force
     fetches it anew.
     """
     from ..io import DamagedFileError, WeightsError, load_model
-    from ..io.sources import cached_path, parse_source, resolve_source
+    from ..io.sources import cached_path, check_entry, damaged_entry_hint, parse_source, resolve_source
     from ..resources import default_model_path
 
     if model_source(source) is None:  # "embedded": the name every command takes; it ships with the package
@@ -46,23 +47,28 @@ def download_cli(
             msg.info(f"{source} is the package's own model, installed with it in {path}: nothing to download")
         return
     try:
-        kind = parse_source(source).kind
+        parsed = parse_source(source)
         was_cached = not force and cached_path(source, cache=cache_dir) is not None
         path = resolve_source(source, cache=cache_dir, progress=not quiet, refresh=force)
-    except WeightsError as err:
+        # a fresh copy was verified before it entered the cache; a cached one is hashed file by file
+        recorded = check_entry(path, parsed.label, full=True) if was_cached else True
+    except WeightsError as err:  # a damaged cached file says so, with the remedy
         fail(str(err))
-    if was_cached or kind == "directory":  # a fresh copy was loaded before it entered the cache
+    if was_cached or parsed.kind == "directory":
         try:
             load_model(path, with_softmax=False)
         except DamagedFileError as err:
-            if kind == "directory":
+            if parsed.kind == "directory":
                 fail(str(err))
-            fail(f"{err}\nThe cached copy in {path} is damaged: `download \"{source}\" --force` fetches it again")
+            fail(f"{err} ({damaged_entry_hint(parsed.label, path)})")
         except WeightsError as err:
             fail(str(err))
     if quiet:
         print(path)
-    elif kind == "directory":
+    elif parsed.kind == "directory":
         msg.info(f"{source} is a local directory: nothing to download")
     else:
+        if not recorded:
+            msg.info(f"The cached copy in {path} was fetched by an older spacy-elmo, which recorded no checksums: "
+                     "it was checked by loading it; --force fetches it again with checksums")
         msg.good(f"Model in {path}")

@@ -43,7 +43,8 @@ def _pick(directory: Path, names: Sequence[str], pattern: str, what: str) -> Pat
     for name in names:
         if (directory / name).is_file():
             return directory / name
-    found = sorted(directory.glob(pattern))
+    # hidden files are never the model's: macOS leaves AppleDouble `._NAME` files beside each file it copies
+    found = sorted(p for p in directory.glob(pattern) if not p.name.startswith("."))
     if len(found) == 1:
         return found[0]
     if not found:
@@ -69,7 +70,7 @@ def load_model(path: Optional[PathLike] = None, with_softmax: bool = True) -> Na
     except DamagedFileError as err:  # files changed since they were verified: a fresh copy fixes that
         if parse_source(path).kind == "directory":
             raise
-        raise DamagedFileError(f"{err} ({damaged_entry_hint(path, resolved)})") from None
+        raise DamagedFileError(f"{err} ({damaged_entry_hint(parse_source(path).label, resolved)})") from None
 
 
 def _load_directory(path: Path, with_softmax: bool) -> NativeModel:

@@ -27,7 +27,8 @@ PUBLISHED_WEIGHTS = (("weights.hdf5", "lm_weights.hdf5", "model.hdf5"), "*weight
 
 def _published_files(directory: Path, kind: Tuple[Tuple[str, ...], str]) -> List[str]:
     names, pattern = kind
-    found = {p.name for p in directory.glob(pattern) if p.is_file()}
+    # hidden files are never a model's (macOS's AppleDouble `._weights.hdf5` beside weights.hdf5)
+    found = {p.name for p in directory.glob(pattern) if p.is_file() and not p.name.startswith(".")}
     return sorted(found | {name for name in names if (directory / name).is_file()})
 
 

@@ -333,10 +333,31 @@ def load_native(directory: PathLike, with_softmax: bool = True) -> NativeModel:
             raise WeightsError(f"{directory / META_FILE}: the softmax entry lacks {err}") from None
         except (TypeError, ValueError) as err:
             raise WeightsError(f"{directory / META_FILE}: invalid softmax entry ({err})") from None
+        _check_softmax_fits(directory, head, vocab, config)
         _verify(directory / SOFTMAX_FILE, checksums.get(SOFTMAX_FILE))
         _load_state(head, directory / SOFTMAX_FILE)
     bilm.eval()
     return NativeModel(bilm, vocab, head, meta.get("metadata", {}))
+
+
+def _check_softmax_fits(directory: Path, head: SoftmaxHead, vocab: Vocabulary, config: BiLMConfig) -> None:
+    """The softmax must score the vocabulary's words from the biLM's top layer.
+
+    Checked at load, so that a model whose files disagree (a vocab.txt edited
+    or swapped, an elmo.json written by hand) is refused here with its files
+    named, and not loaded only to crash when `perplexity` or training builds
+    the language model.
+    """
+    if head.n_vocab != len(vocab):
+        raise WeightsError(
+            f"{directory / META_FILE}: the softmax has {head.n_vocab} classes but {directory / VOCAB_FILE} holds "
+            f"{len(vocab)} words; they must be the same vocabulary"
+        )
+    if head.dim != config.projection_dim:
+        raise WeightsError(
+            f"{directory / META_FILE}: the softmax reads vectors of {head.dim} values but the biLM's "
+            f"projection_dim is {config.projection_dim}"
+        )
 
 
 def _load_state(module: torch.nn.Module, path: Path) -> None:

@@ -190,7 +190,12 @@ def _assign(model: BiLM, config: BiLMConfig, arrays: Dict[str, numpy.ndarray]) -
 
 
 def export_published(model: BiLM, directory: PathLike, vocab_name: str = "vocab.txt") -> Tuple[Path, Path]:
-    """Write options.json + weights.hdf5 that any published-format reader loads."""
+    """Write options.json + weights.hdf5 that any published-format reader loads.
+
+    A model the format cannot carry the same numbers of (a word table, a
+    character dictionary, `boundary_strings`) is a `WeightsError` before
+    anything is written.
+    """
     import h5py
 
     config = model.config
@@ -198,6 +203,12 @@ def export_published(model: BiLM, directory: PathLike, vocab_name: str = "vocab.
         options = config_to_options(config)  # before anything is written: some models have no published form
     except OptionsError as err:
         raise WeightsError(str(err)) from None
+    if model.boundary_strings:  # read back without it, the model would embed "<S>" / "</S>" differently
+        raise WeightsError(
+            "the published format (options.json + weights.hdf5) has no place for boundary_strings (this model "
+            "reads the tokens \"<S>\" and \"</S>\" as sentence boundaries, as models pretrained in stream mode "
+            "do); save this model in the native format (spacy_elmo.io.save_native, or `convert --to native`)"
+        )
     directory = Path(directory)
     check_can_write(directory, "published")
     directory.mkdir(parents=True, exist_ok=True)

@@ -16,20 +16,26 @@
 A local path wins over a catalogue name of the same spelling.
 
 The cache is `$SPACY_ELMO_CACHE`, else the user cache directory
-(`pooch.os_cache("spacy-elmo")`); a model lives in `models/KEY/`, KEY derived
-from its URLs (a catalogue name and its URL share one entry) or from the
-archive's path, size and modification time. What lands there is trusted
+(`pooch.os_cache("spacy-elmo")`); a model lives in `models/KEY/`, KEY
+derived from its URLs (a catalogue name and its URL share one entry) or from
+the archive's path, size and modification time. What lands there is trusted
 only once complete: files are fetched (pooch) and unpacked into a hidden
 `.partial-*` sibling, checked against the published sha256 where there is
-one, loaded with `load_model` (it must load), marked, and only then renamed
-into place. One process fetches an entry at a time (a lock in
+one, loaded with `load_model` (it must load), marked (the marker records
+each file's size, modification time and sha256), and only then renamed into
+place. Each later use of an entry checks its files against the marker
+cheaply (`cache_records.check_entry`: a missing file or a changed size
+fails; a file whose modification time changed is hashed); `download` hashes
+every file. One process fetches an entry at a time (a lock in
 `locks/KEY.lock`); another that wants it waits, then uses it. A dead
 network, a truncated or corrupted file, a wrong checksum or an archive
 member that would land outside the model directory (absolute path, `..`, a
 link) is one `WeightsError` naming the URL or file, and leaves no entry
-behind. Once cached, a model resolves without the network, so a
-copied cache directory serves machines that run offline.
+behind. A full disk or a cache folder that cannot be written is the cache's
+error, not the download's. Once cached, a model resolves without the
+network, so a copied cache directory serves machines that run offline.
 """
+import errno
 import hashlib
 import json
 import logging
@@ -48,14 +54,20 @@ from urllib.parse import unquote, urlparse
 
 from .atomic import fsync
 from .catalogue import CatalogueFile, lookup
+from .cache_records import MARKER, check_entry, damaged_entry_hint, record_contents
 from .checksum import sha256_file
 from .errors import WeightsError
 
 CACHE_ENV = "SPACY_ELMO_CACHE"
-MARKER = ".spacy-elmo-download.json"
 DOWNLOAD_TIMEOUT = 60  # seconds without data before a download is given up
 _ARCHIVE_SUFFIX = re.compile(r"\.(zip|tar|tgz|tar\.gz|tar\.bz2|tbz2|tar\.xz|txz)$", re.IGNORECASE)
 _NOT_FOUND_HINT = "`python -m spacy_elmo info --list` lists the catalogue names"
+# errors of writing into the cache: no space, a quota, a read-only file system, no permission
+_WRITE_ERRNOS = frozenset(
+    code for code in (errno.ENOSPC, getattr(errno, "EDQUOT", None), errno.EROFS, errno.EACCES, errno.EPERM)
+    if code is not None
+)
+_SPACE_ERRNOS = frozenset(code for code in (errno.ENOSPC, getattr(errno, "EDQUOT", None)) if code is not None)
 
 SourceLike = Union[str, "os.PathLike[str]", Sequence[str]]
 
@@ -152,9 +164,11 @@ def resolve_source(
     root = Path(cache).expanduser() if cache is not None else cache_dir()
     target = root / "models" / cache_key(parsed)
     if _complete(target) and not refresh:
+        check_entry(target, parsed.label)
         return target
     with _entry_lock(target, parsed.label):
         if _complete(target) and not refresh:
+            check_entry(target, parsed.label)
             return target  # another process fetched it while this one waited for the lock
         return _fetch(parsed, target, progress, refresh)
 
@@ -192,8 +206,37 @@ def _complete(target: Path) -> bool:
 
 
 def _unwritable(folder: Path, err: OSError) -> WeightsError:
-    """The error for a cache folder (models/, locks/) that cannot be created or written."""
-    return WeightsError(f"{folder}: cannot write to the model cache ({err}); set {CACHE_ENV}")
+    """The error for a cache folder (models/, locks/) that cannot be created or written (a full disk,
+    a quota, a read-only file system, no permission), with the remedy that fits how the cache was chosen.
+
+    Telling a user to set SPACY_ELMO_CACHE when it already names this cache would send them in circles.
+    """
+    reason = err.strerror or str(err)
+    full = err.errno in _SPACE_ERRNOS
+    configured = os.environ.get(CACHE_ENV)
+    if configured and _inside(folder, Path(configured).expanduser()):
+        remedy = (f"{CACHE_ENV} is set to {configured}: "
+                  + ("free space there, or point it at a folder on another disk" if full
+                     else "fix that folder's permissions, or point it at a writable folder"))
+    elif not configured and _inside(folder, cache_dir()):
+        remedy = ("free space there, or " if full else "") + f"set {CACHE_ENV} to a writable folder" + (
+            " on another disk" if full else "")
+    else:  # a cache given explicitly (`download --cache-dir`, `resolve_source(cache=...)`)
+        remedy = ("free space there, or use a cache directory on another disk" if full
+                  else "fix its permissions, or use a writable cache directory")
+    return WeightsError(f"{folder}: cannot write to the model cache ({reason}); {remedy}")
+
+
+def _inside(path: Path, folder: Path) -> bool:
+    try:
+        return path.resolve().is_relative_to(folder.resolve())
+    except (OSError, RuntimeError):
+        return False
+
+
+def _write_failure(err: BaseException) -> bool:
+    """Whether `err` is the cache refusing a write (not the network, not a bad archive)."""
+    return isinstance(err, PermissionError) or (isinstance(err, OSError) and err.errno in _WRITE_ERRNOS)
 
 
 @contextmanager
@@ -240,9 +283,14 @@ def _fetch(source: Source, target: Path, progress: bool, refresh: bool = False) 
         raise _unwritable(parent, err) from None
     try:
         model_dir = _materialize(source, work, progress)
-        _verify(model_dir, source.label)
-        (model_dir / MARKER).write_text(json.dumps(_provenance(source), indent=1), encoding="utf-8")
+        _verify(model_dir, source)
+        marker = {**_provenance(source), "contents": record_contents(model_dir)}
+        (model_dir / MARKER).write_text(json.dumps(marker, indent=1), encoding="utf-8")
         return _commit(model_dir, target, source.label, refresh)
+    except OSError as err:  # a full disk or a folder that refuses writes: the cache's fault, not the model's
+        if not _write_failure(err):
+            raise
+        raise _unwritable(parent, err) from None
     finally:
         shutil.rmtree(work, ignore_errors=True)
 
@@ -283,10 +331,9 @@ def _download(file: CatalogueFile, destination: Path, progress: bool) -> Path:
             file.url, known_hash=None, fname=destination.name, path=destination.parent, downloader=downloader
         )
     except Exception as err:
-        raise WeightsError(
-            f"{file.url}: download failed ({type(err).__name__}: {err}); on a machine without network, "
-            f"copy a cache filled by `python -m spacy_elmo download` and point {CACHE_ENV} at it"
-        ) from None
+        if _write_failure(err):
+            raise  # writing into the cache failed: `_fetch` reports it as the cache's error
+        raise WeightsError(_download_failure(file.url, err)) from None
     finally:
         logger.setLevel(level)
         if bar is not None:
@@ -303,6 +350,22 @@ def _download(file: CatalogueFile, destination: Path, progress: bool) -> Path:
     return path
 
 
+def _download_failure(url: str, err: Exception) -> str:
+    """What went wrong fetching `url`: an HTTP status as the server gave it; for no connection (or a
+    timeout), also the offline remedy, which only helps where the network is the problem."""
+    import requests
+
+    response = getattr(err, "response", None)
+    if isinstance(err, requests.exceptions.HTTPError) and response is not None:
+        status = f"{response.status_code} {response.reason or ''}".strip()
+        return f"{url}: download failed: the server answered HTTP {status}"
+    message = f"{url}: download failed ({type(err).__name__}: {err})"
+    if isinstance(err, (requests.exceptions.ConnectionError, requests.exceptions.Timeout, TimeoutError)):
+        message += (f"; on a machine without network, copy a cache filled by `python -m spacy_elmo download` "
+                    f"and point {CACHE_ENV} at it")
+    return message
+
+
 def _progress_bar(name: str) -> Any:
     from tqdm import tqdm
 
@@ -310,7 +373,7 @@ def _progress_bar(name: str) -> Any:
     return tqdm(desc=name, total=1, unit="B", unit_scale=True, unit_divisor=1024, file=sys.stderr, leave=True)
 
 
-def _verify(model_dir: Path, label: str) -> None:
+def _verify(model_dir: Path, source: Source) -> None:
     """The files must load as a model before they enter the cache."""
     from . import load_model  # lazy: the package imports this module
 
@@ -318,13 +381,8 @@ def _verify(model_dir: Path, label: str) -> None:
         load_model(model_dir, with_softmax=False)
     except Exception as err:
         reason = str(err).replace(str(model_dir), "").lstrip(": /") or type(err).__name__
-        raise WeightsError(f"{label}: the downloaded files do not load as an ELMo model: {reason}") from None
-
-
-def damaged_entry_hint(source: SourceLike, entry: Path) -> str:
-    """What to do when a cache entry no longer loads (its files changed on disk after they were verified)."""
-    return (f"the cached copy in {entry} is damaged: `python -m spacy_elmo download \"{source}\" --force` "
-            "fetches it again (or delete that directory)")
+        files = "the archive's files" if source.kind == "archive" else "the downloaded files"
+        raise WeightsError(f"{source.label}: {files} do not load as an ELMo model: {reason}") from None
 
 
 def _provenance(source: Source) -> dict:
@@ -409,6 +467,10 @@ def _unpack(archive: Path, destination: Path, label: str) -> Path:
             raise WeightsError(f"{label}: not a readable .zip or .tar(.gz) archive (truncated, or not an archive)")
     except WeightsError:
         raise
+    except OSError as err:
+        if _write_failure(err):
+            raise  # a full disk or a folder that refuses writes: `_fetch` reports it as the cache's error
+        raise WeightsError(f"{label}: the archive is truncated or corrupted ({type(err).__name__}: {err})") from None
     except Exception as err:  # truncated or corrupted: BadZipFile, ReadError, EOFError, zlib.error, CRC errors
         raise WeightsError(f"{label}: the archive is truncated or corrupted ({type(err).__name__}: {err})") from None
     return _model_root(destination, label)
@@ -466,10 +528,13 @@ def _strip_archive_suffix(name: str) -> str:
 
 __all__ = [
     "CACHE_ENV",
+    "MARKER",
     "Source",
     "cache_dir",
     "cache_key",
     "cached_path",
+    "check_entry",
+    "damaged_entry_hint",
     "is_url",
     "parse_source",
     "resolve_source",

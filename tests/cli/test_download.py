@@ -1,8 +1,10 @@
 """`download`: a URL or catalogue name fetched once into the cache, and one message when it fails."""
 import dataclasses
+import json
 
 from spacy_elmo.cli import app
 from spacy_elmo.io.catalogue import CatalogueFile, catalogue, lookup
+from spacy_elmo.io.sources import MARKER
 
 from ..io.model_server import cache_entries, closed_port
 from .invoke import runner
@@ -37,3 +39,17 @@ def test_download_failure_is_one_message(cache):
     assert cache_entries(cache) == []
     result = runner.invoke(app, ["download", "no-such-model"])
     assert result.exit_code == 1 and "info --list" in " ".join(result.output.split())
+
+
+def test_download_rechecks_an_entry_cached_without_checksums(cache, served):
+    """An entry an older spacy-elmo fetched has no recorded checksums: it is loaded to check it, and said so."""
+    url = served.url("elmo.zip")
+    assert runner.invoke(app, ["download", url]).exit_code == 0
+    (entry,) = cache_entries(cache)
+    marker_path = cache / "models" / entry / MARKER
+    marker = json.loads(marker_path.read_text())
+    del marker["contents"]
+    marker_path.write_text(json.dumps(marker))
+    result = runner.invoke(app, ["download", url])
+    assert result.exit_code == 0, result.output
+    assert "recorded no checksums" in " ".join(result.output.split())

@@ -5,15 +5,17 @@ cache is a fresh SPACY_ELMO_CACHE per test.
 """
 import dataclasses
 import hashlib
+import json
+import os
 import shutil
 import zipfile
 
 import numpy
 import pytest
 
-from spacy_elmo.io import WeightsError, load_bilm, load_model, resolve_source
+from spacy_elmo.io import DamagedFileError, WeightsError, load_bilm, load_model, resolve_source
 from spacy_elmo.io.catalogue import CatalogueFile, catalogue, lookup
-from spacy_elmo.io.sources import MARKER, cached_path, parse_source
+from spacy_elmo.io.sources import MARKER, cached_path, check_entry, parse_source
 
 from .model_server import (
     SENTENCE, ModelServer, cache_entries, closed_port, make_tar, make_zip, native_dir, published_dir, serve,
@@ -285,6 +287,53 @@ def test_a_failure_leaves_an_earlier_good_entry_alone(cache, model, published, s
         resolve_source(server.url("bad.zip"), progress=False)
     assert cache_entries(cache) == [good.name]
     same_numbers(good, model)
+
+
+# -- the entry's records: what later uses check ------------------------------------------------------
+
+
+def test_the_marker_records_each_file(cache, model, published, server):
+    make_zip(published, server.root / "elmo.zip")
+    entry = resolve_source(server.url("elmo.zip"), progress=False)
+    contents = json.loads((entry / MARKER).read_text())["contents"]
+    assert set(contents) == {"options.json", "weights.hdf5"}
+    for name, record in contents.items():
+        assert record["size"] == (entry / name).stat().st_size
+        assert record["mtime_ns"] == (entry / name).stat().st_mtime_ns
+        assert record["sha256"] == hashlib.sha256((entry / name).read_bytes()).hexdigest()
+    assert check_entry(entry, server.url("elmo.zip"), full=True) is True
+
+
+def test_a_copy_without_file_times_is_hashed_and_loads(cache, model, published, server):
+    """A cache copied with `cp -r` has new file times: each use hashes the files, they match, it loads."""
+    make_zip(published, server.root / "elmo.zip")
+    entry = resolve_source(server.url("elmo.zip"), progress=False)
+    for path in entry.iterdir():
+        os.utime(path, ns=(0, 1_000_000_000))
+    assert check_entry(entry, server.url("elmo.zip")) is True
+    same_numbers(server.url("elmo.zip"), model)
+
+
+def test_an_entry_cached_without_records_is_used_as_it_is(cache, model, published, server):
+    """Markers written before the records (an older spacy-elmo) hold no contents: unverified, no error."""
+    make_zip(published, server.root / "elmo.zip")
+    entry = resolve_source(server.url("elmo.zip"), progress=False)
+    marker = json.loads((entry / MARKER).read_text())
+    del marker["contents"]
+    (entry / MARKER).write_text(json.dumps(marker))
+    assert check_entry(entry, server.url("elmo.zip"), full=True) is False
+    same_numbers(server.url("elmo.zip"), model)
+
+
+def test_a_garbled_marker_is_damage(cache, published, server):
+    make_zip(published, server.root / "elmo.zip")
+    entry = resolve_source(server.url("elmo.zip"), progress=False)
+    (entry / MARKER).write_text('{"contents": {"weights.hdf5": {"size": "big"}}}')
+    with pytest.raises(DamagedFileError, match="unreadable record for 'weights.hdf5'.*--force"):
+        load_bilm(server.url("elmo.zip"))
+    (entry / MARKER).write_text('{"contents": ')
+    with pytest.raises(DamagedFileError, match="not valid JSON.*--force"):
+        load_bilm(server.url("elmo.zip"))
 
 
 def test_parsing_never_touches_the_network(cache):
