@@ -13,6 +13,7 @@ the new dimensions would never train.
 
 Layers come out as [forward old; forward new; backward old; backward new]:
 `old_dims` gives where the old model's dimensions sit in the new layers.
+The widened biLM is on the trained one's device, in its dtype.
 """
 from dataclasses import replace
 from typing import List
@@ -49,6 +50,9 @@ def widen_projection(bilm: BiLM, projection_dim: int, scale: float = 0.1, seed: 
         word_table_vocab=bilm.word_table_vocab,
         char_dictionary=bilm.char_dictionary,
     )
+    # the source's device and dtype before its values are copied in (a float64 model's values
+    # would lose their last bits passing through float32)
+    wide.to(device=bilm.device, dtype=_float_dtype(bilm))
     generator = torch.Generator().manual_seed(seed)
     source, target = bilm.state_dict(), wide.state_dict()
     extra = projection_dim - old
@@ -65,10 +69,15 @@ def widen_projection(bilm: BiLM, projection_dim: int, scale: float = 0.1, seed: 
                 # ...except the rows that read the new input dimensions (2, P, 4H): small, random
                 bound = scale * (6.0 / (new.shape[1] + new.shape[2])) ** 0.5
                 rows = torch.empty(new.shape[0], extra, new.shape[2]).uniform_(-bound, bound, generator=generator)
-                new[:, old:] = rows.to(new.dtype)
+                new[:, old:] = rows.to(device=new.device, dtype=new.dtype)
         wide.load_state_dict(target)
     wide.train(bilm.training)
     return wide
+
+
+def _float_dtype(bilm: BiLM) -> torch.dtype:
+    """The dtype of the biLM's floating-point parameters (integer buffers keep theirs)."""
+    return next(p.dtype for p in bilm.parameters() if p.is_floating_point())
 
 
 def widen_softmax(head: SoftmaxHead, projection_dim: int) -> SoftmaxHead:

@@ -34,7 +34,13 @@
 
 /* sigmoid(x) = 1 / (1 + e^-x); e^y as in Cephes' expf: y = n ln2 + r with
  * |r| <= ln2 / 2, e^r by a degree-6 polynomial (about 1 ulp), 2^n from the
- * exponent bits; y is clamped to [-88, 88], where sigmoid is 0 or 1 in float32. */
+ * exponent bits; y is clamped to [-88, 88], where sigmoid is 0 or 1 in float32.
+ *
+ * NaN goes through every clamp, as through PyTorch's: _mm256_max_ps(a, b) and
+ * _mm256_min_ps(a, b) return b where either is NaN, so the value clamped is
+ * always the second operand (clamp8), and the scalar clamp compares (clamp1);
+ * C's fminf/fmaxf would return the bound. For finite values the order changes
+ * nothing (the bounds are never zero, so not even the sign of a zero). */
 #define EXP_LIMIT 88.0f
 #define LOG2E 1.44269504088896341f
 #define LN2_HI 0.693359375f
@@ -47,9 +53,18 @@
 #define P5 5.0000001201e-1f
 
 #ifdef HAVE_X86_KERNEL
+/* x clamped to [lo, hi], NaN kept (see above) */
+__attribute__((target("avx2,fma"))) static inline __m256 clamp8(__m256 x, __m256 lo, __m256 hi) {
+    return _mm256_min_ps(hi, _mm256_max_ps(lo, x));
+}
+
+static inline float clamp1(float x, float lo, float hi) {
+    return x < lo ? lo : (x > hi ? hi : x);
+}
+
 __attribute__((target("avx2,fma"))) static inline __m256 sigmoid8(__m256 x) {
     __m256 y = _mm256_sub_ps(_mm256_setzero_ps(), x);
-    y = _mm256_min_ps(_mm256_max_ps(y, _mm256_set1_ps(-EXP_LIMIT)), _mm256_set1_ps(EXP_LIMIT));
+    y = clamp8(y, _mm256_set1_ps(-EXP_LIMIT), _mm256_set1_ps(EXP_LIMIT));
     __m256 n = _mm256_floor_ps(_mm256_fmadd_ps(y, _mm256_set1_ps(LOG2E), _mm256_set1_ps(0.5f)));
     __m256 r = _mm256_fmadd_ps(n, _mm256_set1_ps(-LN2_HI), y);
     r = _mm256_fmadd_ps(n, _mm256_set1_ps(-LN2_LO), r);
@@ -92,7 +107,7 @@ __attribute__((target("avx2,fma"))) static void cell_row(const float *g, const f
         __m256 sj = sigmoid8(load_gate8(g, a, 3 * H + k));
         __m256 input = _mm256_fmadd_ps(_mm256_mul_ps(four, si), sj, _mm256_mul_ps(minus_two, si));
         __m256 cell = _mm256_fmadd_ps(sf, _mm256_loadu_ps(c + k), input);
-        cell = _mm256_min_ps(_mm256_max_ps(cell, lo), hi);
+        cell = clamp8(cell, lo, hi);
         _mm256_storeu_ps(c + k, cell);
         _mm256_storeu_ps(m + k, _mm256_mul_ps(_mm256_sub_ps(sigmoid8(cell), half), so));
     }
@@ -100,7 +115,7 @@ __attribute__((target("avx2,fma"))) static void cell_row(const float *g, const f
         float si = sigmoid1(load_gate1(g, a, k)), sf = sigmoid1(load_gate1(g, a, H + k));
         float so = sigmoid1(load_gate1(g, a, 2 * H + k)), sj = sigmoid1(load_gate1(g, a, 3 * H + k));
         float cell = fmaf(sf, c[k], fmaf(4.0f * si, sj, -2.0f * si));
-        cell = fminf(fmaxf(cell, -clip2), clip2);
+        cell = clamp1(cell, -clip2, clip2);
         c[k] = cell;
         m[k] = (sigmoid1(cell) - 0.5f) * so;
     }
@@ -223,7 +238,7 @@ __attribute__((target("avx2,fma"), always_inline)) static inline void train_forw
     __m256 so = sigmoid8(ld(g + 2 * H + k, mask, full));
     __m256 j = tanh8(ld(g + 3 * H + k, mask, full));
     __m256 raw = _mm256_fmadd_ps(sf, ld(c + k, mask, full), _mm256_mul_ps(si, j));
-    __m256 cell = _mm256_min_ps(_mm256_max_ps(raw, lo), hi);
+    __m256 cell = clamp8(raw, lo, hi);
     __m256 t = tanh8(cell);
     st(g + k, mask, si, full);
     st(g + H + k, mask, sf, full);
@@ -252,7 +267,7 @@ __attribute__((target("avx2,fma"), always_inline)) static inline void train_back
     __m256 d = _mm256_fmadd_ps(_mm256_mul_ps(dmk, so), _mm256_fnmadd_ps(t, t, one), ld(dc + k, mask, full));
     __m256 inside = _mm256_cmp_ps(_mm256_andnot_ps(sign, ld(c_raw + k, mask, full)), hi, _CMP_LE_OQ);
     d = _mm256_and_ps(d, inside);
-    __m256 cp = _mm256_min_ps(_mm256_max_ps(ld(c_prev + k, mask, full), prev_lo), prev_hi);
+    __m256 cp = clamp8(ld(c_prev + k, mask, full), prev_lo, prev_hi);
     st(dg + k, mask, _mm256_mul_ps(_mm256_mul_ps(d, j), _mm256_mul_ps(si, _mm256_sub_ps(one, si))), full);
     st(dg + H + k, mask, _mm256_mul_ps(_mm256_mul_ps(d, cp), _mm256_mul_ps(sf, _mm256_sub_ps(one, sf))), full);
     st(dg + 2 * H + k, mask, _mm256_mul_ps(_mm256_mul_ps(dmk, t), _mm256_mul_ps(so, _mm256_sub_ps(one, so))), full);

@@ -93,7 +93,9 @@ class Engine:
 
     # -- what every engine shares ----------------------------------------------------------
     def infer_stack(self, stack: BiLSTMStack, rows: TokenRows, lengths: List[int], state: LSTMState) -> StackOutput:
-        """Every layer without gradients, rows in any order (see the module docstring)."""
+        """Every layer without gradients, rows in any order (see the module docstring). The initial
+        state is read in the dtype of the token vectors (`state_like`), as every backend reads it."""
+        state = state_like(state, rows.table)
         batch = rows.index.shape[1]
         order = sorted(range(batch), key=lambda i: -lengths[i])
         if order == list(range(batch)):
@@ -141,11 +143,15 @@ class Engine:
         """Forget the kept weights."""
         self._kept = {}
 
-    def __getstate__(self) -> dict:
-        # oneDNN's packed weights have no storage to copy or pickle; they are rebuilt on use
-        state = self.__dict__.copy()
-        state["_kept"] = {}
-        return state
+    def __reduce__(self) -> Tuple[Callable[[str], "Engine"], Tuple[str]]:
+        """Pickled (and copied) as its setting alone: unpickling makes the engine the setting names
+        on the machine that unpickles, so `auto` resolves there again (a model pickled where it
+        resolved to `onednn+kernel` runs where the kernel is not built), and an explicit backend
+        that cannot run there is a `BackendError` at once. Kept weights are not carried: oneDNN's
+        packed weights have no storage to copy or pickle; they are rebuilt on use."""
+        from . import make_engine  # the package imports this module
+
+        return (make_engine, (self.setting,))
 
 
 def run_layers(
@@ -169,6 +175,20 @@ def run_layers(
     return outputs, LSTMState(tuple(finals_h), tuple(finals_c))
 
 
+def state_like(state: LSTMState, like: torch.Tensor) -> LSTMState:
+    """`state` in the dtype of `like` (the token vectors the layers read).
+
+    A float64 state given to a float32 model (or a state carried from a call in
+    another precision) is read in the model's precision by every backend, where
+    the fast loops would otherwise mix dtypes (the compiled kernel and oneDNN
+    refuse them) and the reference's products fail. A state already of that dtype
+    (the zero state, the kept start state) is the same tensors."""
+    dtype = like.dtype
+    if all(t.dtype == dtype for t in (*state.h, *state.c)):
+        return state
+    return LSTMState(tuple(t.to(dtype) for t in state.h), tuple(t.to(dtype) for t in state.c))
+
+
 def runs_onednn(like: torch.Tensor) -> bool:
     """oneDNN's products serve float32 CPU tensors outside autocast, where PyTorch allows them."""
     return bool(like.device.type == "cpu" and like.dtype == torch.float32
@@ -176,4 +196,4 @@ def runs_onednn(like: torch.Tensor) -> bool:
 
 
 __all__ = ["Engine", "KEPT_WEIGHTS_MAX_BYTES", "LayerInputs", "LayerOutput", "StackOutput", "run_layers", "run_loop",
-           "runs_onednn"]
+           "runs_onednn", "state_like"]

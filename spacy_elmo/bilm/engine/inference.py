@@ -10,8 +10,9 @@ computation (eval-mode `BiLM.forward` with the boundaries kept), with less work:
   never depend on the batch or the history.
 * `forward_tokens_only`: from the zero state every row's first step reads
   `<S>` (forward) or `</S>` (backward), so the state after it is the same for
-  all rows: it is computed once, alone (`start_state`, kept per precision
-  until a weight or the backend changes), and every row starts from it. The
+  all rows: it is computed once, alone, from the boundaries' vectors computed
+  alone too (`start_state`, kept per precision until a weight or the backend
+  changes), and every row starts from it. The
   last step reads the other boundary, whose outputs are dropped: it is not
   run. A row's numbers do not depend on the other rows of its products
   (product_rows.py), so they are those of the full run, bit for bit.
@@ -20,14 +21,14 @@ One model may be shared by threads, each in its own precision (autocast is
 per thread): both caches keep each precision's values apart, take them under
 a lock once per batch, and compute outside it.
 """
-from typing import TYPE_CHECKING, Optional, Sequence
+from typing import TYPE_CHECKING, Optional, Sequence, Tuple
 
 import torch
 
 from ..layout import BOS_ROW, EOS_ROW, BiLMOutput, index_rows, stack_layers
 from ..lstm import LSTMState, TokenRows
-from .token_cache import MAX_KEYS, TokenCache
-from .weights_key import weights_key
+from .token_cache import TokenCache, find_key, keep_key
+from .weights_key import WeightsKey, weights_key
 
 if TYPE_CHECKING:
     from ..model import BiLM
@@ -102,26 +103,38 @@ def forward_tokens_only(bilm: "BiLM", sentences: Sequence[Sequence[str]]) -> BiL
     return BiLMOutput(stacked, torch.tensor(lengths, dtype=torch.long, device=device))
 
 
-def start_state(bilm: "BiLM", token_vectors: torch.Tensor) -> LSTMState:
-    """The state after the first step (<S> forward, </S> backward) from zeros, one row.
+def start_state(bilm: "BiLM", like: torch.Tensor) -> LSTMState:
+    """The state after the first step (<S> forward, </S> backward) from zeros, one row, for token
+    vectors like `like` (its dtype and device).
+
+    It reads the boundaries' vectors computed alone (`encode_tokens([])`: through the token cache,
+    which computes them alone too, where there is one), never a batch's: under `int8`, whose
+    products depend on their other rows, a batch's would make every later call depend on the
+    batch that came first. On the exact backends both are the same bits (product_rows.py).
 
     Kept in `bilm._start`, a list of (key, state), least recently used first: up to
     `MAX_KEYS` precisions of the same weights side by side (threads may embed a model in
-    different precisions at once); a key of other weights drops the others. Read and
-    updated under `bilm.cache_lock`; the state returned is the one found or computed here."""
-    key = weights_key(bilm, token_vectors.dtype, token_vectors.device, bilm.backend)
+    different precisions at once); a key of other weights drops the others (`token_cache.keep_key`,
+    as the token cache's entries). Read and updated under `bilm.cache_lock`, computed outside it."""
+    key = weights_key(bilm, like.dtype, like.device, bilm.backend)
     with bilm.cache_lock:
-        kept = bilm._start or []
-        for i in range(len(kept) - 1, -1, -1):
-            if kept[i][0] == key:
-                return kept[i][1]
-    index = torch.tensor([[[BOS_ROW]], [[EOS_ROW]]], device=token_vectors.device)
-    boundaries = token_vectors[:2]  # the table rows it reads; not the batch's whole table
+        found = find_key(bilm._start or [], key, _key_of_start)
+    if found is not None:
+        return found[1]
+    boundaries = bilm.encode_tokens([])
+    index = torch.tensor([[[BOS_ROW]], [[EOS_ROW]]], device=boundaries.device)
     _, state = bilm.lstm(TokenRows(boundaries, index), [1])
     with bilm.cache_lock:
-        same_weights = [entry for entry in (bilm._start or []) if entry[0].same_weights(key) and entry[0] != key]
-        bilm._start = same_weights[-(MAX_KEYS - 1):] + [(key, state)]
+        kept = bilm._start or []
+        found = find_key(kept, key, _key_of_start)  # another thread's, computed meanwhile: the same bits
+        if found is not None:
+            return found[1]
+        bilm._start = keep_key(kept, key, _key_of_start, (key, state))
     return state
+
+
+def _key_of_start(kept: Tuple[WeightsKey, LSTMState]) -> WeightsKey:
+    return kept[0]
 
 
 __all__ = ["encode_tokens", "forward_tokens_only", "start_state"]

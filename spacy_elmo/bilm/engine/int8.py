@@ -32,7 +32,17 @@ never picks it (only an explicit `backend="int8"` does):
 Training (`train_stack`) is the `mkl` engine's float32 recurrence, and the
 token encoder's products in training mode are float32 too. Tensors the
 quantized operator does not serve (GPU, float64, autocast) run as `mkl` does.
+
+NaN and infinities: the quantized operator turns them into finite numbers
+(or fails, where the input's range is NaN), so a layer whose inputs, initial
+state or weights are not all finite, and a token encoder product whose
+input or weights are not, runs in float32 as `mkl` does: they propagate as
+in the reference. With finite inputs and weights the int8 layer cannot
+produce them (sigmoids are bounded, the cell grows by at most 2 a step), so
+one check of a layer's or product's inputs per call (`all_finite`, a sum:
+under 1% of a call) and one of the weights when they are packed suffice.
 """
+import math
 import warnings
 from typing import Any, NamedTuple, Optional, Tuple
 
@@ -82,6 +92,15 @@ def pack(weight: torch.Tensor, bias: Optional[torch.Tensor] = None) -> Any:
         return torch.ops.quantized.linear_prepack(quantized, None if bias is None else bias.detach().float())
 
 
+def all_finite(*tensors: torch.Tensor) -> bool:
+    """Whether every element of every tensor is finite (neither NaN nor infinite).
+
+    By each tensor's sum, one pass without a temporary (`isfinite().all()` costs ~15 times
+    more): a NaN or an infinity makes the sum NaN or infinite. A sum that overflows from
+    finite elements alone answers False, which only sends the call to float32."""
+    return all(math.isfinite(float(t.sum())) for t in tensors)
+
+
 def linear(x: torch.Tensor, packed: Any) -> torch.Tensor:
     """`x @ W.T + bias` (float32) for W, bias packed by `pack`, x quantized per call."""
     return torch.ops.quantized.linear_dynamic(x, packed, REDUCE_RANGE)
@@ -101,8 +120,11 @@ class Int8Direction(NamedTuple):
 
 
 def prepare_weights(w_ih: torch.Tensor, w_hh: torch.Tensor, bias: torch.Tensor,
-                    w_proj: torch.Tensor) -> Tuple[Int8Direction, Int8Direction]:
-    """Both directions' packed weights from a layer's float32 parameters (2, ., .)."""
+                    w_proj: torch.Tensor) -> Optional[Tuple[Int8Direction, Int8Direction]]:
+    """Both directions' packed weights from a layer's float32 parameters (2, ., .); None where a
+    weight is not finite (the layer then runs in float32: see the module docstring)."""
+    if not all_finite(w_ih, w_hh, bias, w_proj):
+        return None
     forward, backward = (Int8Direction(gates=pack(d.gates.t(), d.bias), out=pack(d.out.t()))
                          for d in loops.prepare_weights(w_ih, w_hh, bias, w_proj, packed=False))
     return forward, backward
@@ -135,35 +157,39 @@ class Int8Engine(MKLEngine):
         if not runs_int8(x):
             return super().infer_layer(stack, layer, inputs)
         weights = self.kept_weights(stack, layer, x, f"int8 {torch.backends.quantized.engine}", prepare_weights)
+        if weights is None or not all_finite(x, inputs.h0, inputs.c0):
+            return super().infer_layer(stack, layer, inputs)  # float32: NaN and infinities propagate
         # run_layer's dense path hands each direction's weights to the step untouched
         return run_loop(stack, weights, int8_step, self.library(x), inputs._replace(table=None))
 
     def _product(self, bias: torch.Tensor, x: torch.Tensor, weight: torch.Tensor) -> torch.Tensor:
         if not runs_int8(x):
             return super()._product(bias, x, weight)
-        return linear(x, self._encoder_weights(weight, bias))
+        packed = self._encoder_weights(weight, bias)
+        if packed is None or not all_finite(x):
+            return super()._product(bias, x, weight)  # float32: NaN and infinities propagate
+        return linear(x, packed)
 
     def _encoder_weights(self, weight: torch.Tensor, bias: torch.Tensor) -> Any:
         """A token encoder product's packed weight (from its (in, out) float weight), kept
-        while the weight lives, until it or its bias changes."""
-        if self._encoder_kept is None:
-            self._encoder_kept = WeakIdKeyDictionary()
+        while the weight lives, until it or its bias changes; None where they are not finite.
+
+        `_encoder_kept` is read once, into a local: another thread's `clear()` may set it to
+        None at any moment, and a packed weight stored into the dropped dictionary is merely lost."""
+        kept_weights = self._encoder_kept
+        if kept_weights is None:
+            kept_weights = self._encoder_kept = WeakIdKeyDictionary()
         key = WeightsKey((weight, bias), "int8", torch.backends.quantized.engine)
-        kept = self._encoder_kept.get(weight)
+        kept = kept_weights.get(weight)
         if kept is not None and kept[0] == key:
             return kept[1]
-        packed = pack(weight.t(), bias)
-        self._encoder_kept[weight] = (key, packed)
+        packed = pack(weight.t(), bias) if all_finite(weight, bias) else None
+        kept_weights[weight] = (key, packed)
         return packed
 
     def clear(self) -> None:
         super().clear()
         self._encoder_kept = None
 
-    def __getstate__(self) -> dict:
-        state = super().__getstate__()
-        state["_encoder_kept"] = None  # packed weights are rebuilt on use
-        return state
 
-
-__all__ = ["Int8Engine", "int8_step", "linear", "pack", "runs_int8", "works"]
+__all__ = ["Int8Engine", "all_finite", "int8_step", "linear", "pack", "runs_int8", "works"]

@@ -181,7 +181,8 @@ def table_direction(
     batch, time = index.shape
     P, H = h0.shape[1], c0.shape[1]
     rows = product_rows(batch, "onednn")
-    table_rows = index.new_zeros((time, rows))  # per step, the table row each product row reads
+    # per step, the table row each product row reads: int64 whatever the index's integer type (the kernel reads int64)
+    table_rows = index.new_zeros((time, rows), dtype=torch.long)
     table_rows[:, :batch] = index.t()
     h = h0.new_zeros((rows, P))
     h[:batch] = h0
@@ -221,7 +222,7 @@ def mkl_step(xh: torch.Tensor, c2: torch.Tensor, m: torch.Tensor, *, w: Directio
 
 def onednn_step(xh: torch.Tensor, c2: torch.Tensor, m: torch.Tensor, *, w: DirectionWeights, cell_clip: float,
                 proj_clip: float) -> torch.Tensor:
-    """oneDNN's products, the sigmoid fused into the step product and the clip into the projection."""
+    """oneDNN's products, the sigmoid fused into the step product; the projection clipped after it."""
     cell_update(onednn.linear(xh, w.gates, w.bias, "sigmoid"), c2, m, cell_clip)
     return onednn.linear(m, w.out, clip=proj_clip)
 

@@ -1,7 +1,8 @@
 """The `onednn` engine: the fast LSTM loop with oneDNN's products.
 
 Each step's product has the gates' sigmoid fused into it, and the
-projection its clip (`loops.onednn_step`); the token encoder's products run
+projection is clipped after its product, NaN kept (`loops.onednn_step`,
+`onednn_ops.linear`); the token encoder's products run
 on oneDNN too. oneDNN's operators have no autograd and compute float32 CPU
 tensors outside autocast only: anything else (GPU, float64, bfloat16
 autocast), and all training, runs as the `mkl` engine does.

@@ -8,6 +8,12 @@ output, as it does after `addmm` (benchmarks/RESULTS.md compares the two at
 the biLM's shapes). The operators have no
 autograd: they serve inference on float32 CPU tensors only, and `works()`
 checks once per process that they exist and give the right numbers.
+
+A clip is not fused: oneDNN's clipping post-op ("hardtanh") turns NaN into
+the lower bound, where PyTorch's `clamp` (and the reference) keep it. The
+projection's clip is a `clamp_` of the product's output instead, which
+gives the same bits for every other value (the output is the projection's,
+a quarter of the cell's width: the pass costs little).
 """
 from typing import Optional
 
@@ -37,10 +43,10 @@ def works() -> bool:
                     packed = _PACK(w, None)
                     expected = torch.addmm(b, x, w.t())
                     got = _LINEAR(x, packed, b, "sigmoid", [], "")
-                    clipped = _LINEAR(x, packed, b, "hardtanh", [-0.2, 0.3], "")
+                    plain = _LINEAR(x, packed, b, "none", [], "")
                     _WORKS = bool(
                         torch.allclose(got, torch.sigmoid(expected), atol=1e-6)
-                        and torch.allclose(clipped, expected.clamp(-0.2, 0.3), atol=1e-6)
+                        and torch.allclose(plain, expected, atol=1e-6)
                     )
             except RuntimeError:  # e.g. a CPU or build whose oneDNN lacks the primitive
                 pass
@@ -61,11 +67,11 @@ def linear(
 ) -> torch.Tensor:
     """`activation(x @ W.T + bias)` with W packed by `pack`; activation: "none",
     "sigmoid" or "relu"; with `clip` (> 0, activation "none") the result is
-    clamped to +-clip in the same pass (oneDNN's "hardtanh" post-op)."""
+    clamped to +-clip in place, NaN kept (see the module docstring)."""
     if clip:
         if activation != "none":
             raise ValueError(f"a clip goes with activation 'none', not {activation!r}")
-        return _LINEAR(x, packed, bias, "hardtanh", [-clip, clip], "")
+        return _LINEAR(x, packed, bias, "none", [], "").clamp_(-clip, clip)
     return _LINEAR(x, packed, bias, activation, [], "")
 
 

@@ -23,6 +23,14 @@ The cell's element-wise work goes through the compiled kernel
 (`cell_kernel.train_forward` / `train_backward`) for the `onednn+kernel`
 engine, PyTorch's ops for the others; the model's plain recurrence
 (`lstm.reference_layer`, the `reference` engine) is what both are tested against.
+
+The backward pass is written by hand, in place, and is not itself
+differentiable (as PyTorch's `once_differentiable`): where gradients are
+computed with `create_graph=True`, they come out of a node (`OnceDifferentiable`)
+that is connected to the layer's inputs and weights and raises a
+`RuntimeError` saying so when a second-order gradient (a gradient penalty,
+`gradgradcheck`) reaches it, never a silent None or zero. The `reference`
+engine, plain autograd, computes them.
 """
 from typing import Any, List, Optional, Sequence, Tuple
 
@@ -187,6 +195,21 @@ class LayerRecurrence(torch.autograd.Function):
 
     @staticmethod
     def backward(ctx, grad_out, grad_hn, grad_cn):
+        """`gradients`; where a graph of the gradients is built (`create_graph=True`), through
+        `OnceDifferentiable`, so that differentiating them again is a clear error."""
+        if not torch.is_grad_enabled():
+            return LayerRecurrence.gradients(ctx, grad_out, grad_hn, grad_cn)
+        # create_graph: the gradients are built as a node that refuses a second differentiation
+        incoming = [g for g in (grad_out, grad_hn, grad_cn) if g is not None]
+        grads = OnceDifferentiable.apply(lambda: LayerRecurrence.gradients(ctx, grad_out, grad_hn, grad_cn)[:7],
+                                         *ctx.saved_tensors, *incoming)
+        return (*grads, None, None, None)
+
+    @staticmethod
+    def gradients(ctx: Any, grad_out: Optional[torch.Tensor], grad_hn: Optional[torch.Tensor],
+                  grad_cn: Optional[torch.Tensor]) -> Tuple[Optional[torch.Tensor], ...]:
+        """The gradients of the layer's inputs, weights and initial state (then None for the plan,
+        clips and kernel flag), from those of its outputs and final state."""
         inputs, weight, w_proj, h0, c0, out = ctx.saved_tensors  # weight: forward's [W_ih; W_hh]
         gates, c_raw, tanh_c, m, h_pre = ctx.buffers
         plan, (cell_clip, proj_clip), kernel = ctx.plan, ctx.clips, ctx.kernel
@@ -236,6 +259,27 @@ class LayerRecurrence(torch.autograd.Function):
         return grad_inputs, grad_w_ih, grad_bias, grad_w_hh, grad_w_proj, dh, dc, None, None, None
 
 
+class OnceDifferentiable(torch.autograd.Function):
+    """The gradients of a `LayerRecurrence` computed with `create_graph=True`: `compute()`'s tensors, as
+    outputs of a node whose inputs are what they depend on (the layer's saved tensors and the incoming
+    gradients), so that a second-order gradient reaches this node and fails with a clear error."""
+
+    MESSAGE = (
+        "the training recurrence of the 'mkl', 'onednn', 'onednn+kernel' and 'int8' backends has a "
+        "hand-written backward pass without second-order gradients (a gradient of a gradient); "
+        "use backend='reference' for them"
+    )
+
+    @staticmethod
+    def forward(ctx, compute, *depends_on):
+        # every output its own tensor: autograd keeps no view relations between a Function's outputs
+        return tuple(t.clone() if t._base is not None else t for t in compute())
+
+    @staticmethod
+    def backward(ctx, *grads):
+        raise RuntimeError(OnceDifferentiable.MESSAGE)
+
+
 def run_stack(
     stack: Any, inputs: torch.Tensor, lengths: Sequence[int], state: LSTMState, kernel: bool
 ) -> Tuple[List[torch.Tensor], LSTMState]:
@@ -271,4 +315,4 @@ def run_stack(
     return outputs, LSTMState(tuple(finals_h), tuple(finals_c))
 
 
-__all__ = ["PackPlan", "LayerRecurrence", "run_stack"]
+__all__ = ["LayerRecurrence", "OnceDifferentiable", "PackPlan", "run_stack"]

@@ -30,7 +30,7 @@ are not learned, only computed (with the same bits).
 import sys
 import threading
 from collections import OrderedDict
-from typing import Dict, List, Optional, Sequence, Set, Tuple
+from typing import Callable, Dict, List, Optional, Sequence, Set, Tuple, TypeVar
 
 import torch
 
@@ -39,6 +39,31 @@ from .weights_key import WeightsKey
 MAX_KEYS = 4  # precisions (autocast states) of the same weights kept side by side
 FREE_KEY_CHARS = 64  # keys up to this long are not counted in the bytes
 MAX_LEARNED_TOKEN_CHARS = 1024
+
+Kept = TypeVar("Kept")
+
+
+def find_key(kept: List[Kept], key: WeightsKey, key_of: Callable[[Kept], Optional[WeightsKey]]) -> Optional[Kept]:
+    """The value kept for `key` in `kept` (least recently used first), moved last; None if there is none.
+
+    The bookkeeping of every cache kept per key (the token cache's entries, `BiLM._start`):
+    the caller holds the cache's lock."""
+    for i in range(len(kept) - 1, -1, -1):
+        found = kept[i]
+        found_key = key_of(found)
+        if found_key is not None and found_key == key:
+            if i != len(kept) - 1:
+                kept.append(kept.pop(i))
+            return found
+    return None
+
+
+def keep_key(kept: List[Kept], key: WeightsKey, key_of: Callable[[Kept], Optional[WeightsKey]],
+             new: Kept) -> List[Kept]:
+    """`kept` with `new` (the value of `key`, not in it) added last: values of other weights dropped,
+    those of the same weights in other precisions kept, up to `MAX_KEYS` in all."""
+    same_weights = [k for k in kept if (found := key_of(k)) is not None and found.same_weights(key) and found != key]
+    return same_weights[-(MAX_KEYS - 1):] + [new] if MAX_KEYS > 1 else [new]
 
 
 class CacheLock:
@@ -128,16 +153,11 @@ class TokenCache:
         """The entries computed from the weights `key` names (new, empty ones if none); entries of
         other weights are dropped, those of the same weights in another precision kept."""
         with self.lock:
-            entries = self._entries
-            for i in range(len(entries) - 1, -1, -1):
-                found = entries[i]
-                if found.key is not None and found.key == key:
-                    if i != len(entries) - 1:
-                        entries.append(entries.pop(i))
-                    return found
-            kept = [e for e in entries if e.key is not None and e.key.same_weights(key)]
+            found = find_key(self._entries, key, _key_of_entries)
+            if found is not None:
+                return found
             new = KeyEntries(key)
-            self._entries = kept[-(MAX_KEYS - 1):] + [new] if MAX_KEYS > 1 else [new]
+            self._entries = keep_key(self._entries, key, _key_of_entries, new)
             return new
 
     def clear(self) -> None:
@@ -223,6 +243,10 @@ class TokenCache:
             }
 
 
+def _key_of_entries(entries: KeyEntries) -> Optional[WeightsKey]:
+    return entries.key
+
+
 def _nbytes(vector: torch.Tensor) -> int:
     return vector.numel() * vector.element_size()
 
@@ -232,4 +256,5 @@ def _entry_bytes(token: str, vector: torch.Tensor) -> int:
     return _nbytes(vector) + (sys.getsizeof(token) if len(token) > FREE_KEY_CHARS else 0)
 
 
-__all__ = ["CacheLock", "FREE_KEY_CHARS", "KeyEntries", "MAX_KEYS", "MAX_LEARNED_TOKEN_CHARS", "TokenCache"]
+__all__ = ["CacheLock", "FREE_KEY_CHARS", "KeyEntries", "MAX_KEYS", "MAX_LEARNED_TOKEN_CHARS", "TokenCache", "find_key",
+           "keep_key"]

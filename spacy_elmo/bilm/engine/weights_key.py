@@ -11,21 +11,34 @@ cheap enough to take on every call:
   matches, even where a new tensor reuses a freed one's address and id);
 * version: each tensor's `_version`, which every in-place operation bumps
   (`load_state_dict`, optimizer steps, `with torch.no_grad(): p.add_(...)`);
+* optimizer steps: the step (of any `torch.optim.Optimizer`) that last held the
+  tensor, or its base where it is a view. torch's fused optimizers
+  (`fused=True`: Adam, AdamW, SGD, Adagrad) write the parameters without
+  moving `_version`, so a global optimizer step post-hook, registered once
+  when this module is imported, marks every parameter of the optimizer that
+  stepped (`_mark_step`). The marks are per tensor, so an optimizer training
+  other tensors (a downstream model over a frozen biLM) leaves the biLM's
+  caches alone;
 * storage address, dtype, device and shape;
 * the autocast state of the device, and any extra context the caller adds.
 
-Writes through `tensor.data` are invisible to autograd's version counter, so
-they are invisible here too: after such writes call `BiLM.clear_cache()`.
+Writes through `tensor.data` outside an optimizer's step are invisible to
+autograd's version counter, so they are invisible here too: after such
+writes call `BiLM.clear_cache()`.
 Inference tensors (made inside `torch.inference_mode()`, e.g. a model loaded
 there) have no version counter at all: their version reads as a constant.
 Outside inference mode they cannot be modified in place, so nothing is
 missed there; an in-place write inside inference mode is, like a write
 through `.data`: call `clear_cache()` after it.
 """
+import itertools
+import threading
 import weakref
 from typing import Any, Iterable, Tuple
 
 import torch
+from torch.optim.optimizer import register_optimizer_step_post_hook
+from torch.utils.weak import WeakIdKeyDictionary
 
 
 class WeightsKey:
@@ -38,7 +51,8 @@ class WeightsKey:
         self._refs: Tuple[weakref.ref, ...] = tuple(weakref.ref(t) for t in tensors)
         device_types = sorted({t.device.type for t in tensors})
         autocast = tuple(_autocast_state(kind) for kind in device_types)
-        described = tuple((_version(t), t.data_ptr(), t.dtype, t.device, tuple(t.shape)) for t in tensors)
+        described = tuple((_version(t), _last_step(t), t.data_ptr(), t.dtype, t.device, tuple(t.shape))
+                          for t in tensors)
         self._state = (described, autocast, context)
 
     def same_weights(self, other: "WeightsKey") -> bool:
@@ -76,6 +90,34 @@ def _version(t: torch.Tensor) -> int:
     # an inference tensor tracks no version (reading it raises); it cannot be written in place
     # outside inference mode, so a constant stands for it
     return -1 if t.is_inference() else t._version
+
+
+# tensor -> the number of the last optimizer step that held it (a weak key: a dead tensor drops out)
+_STEPS = WeakIdKeyDictionary()
+_STEP_NUMBERS = itertools.count(1)
+_STEPS_LOCK = threading.Lock()
+
+
+def _mark_step(optimizer: torch.optim.Optimizer, args: Any, kwargs: Any) -> None:
+    """The global optimizer step post-hook: every parameter `optimizer` holds was (possibly) written,
+    whether or not the step moved its `_version` (fused optimizers do not)."""
+    step = next(_STEP_NUMBERS)
+    with _STEPS_LOCK:
+        for group in optimizer.param_groups:
+            for p in group["params"]:
+                _STEPS[p] = step
+
+
+def _last_step(t: torch.Tensor) -> int:
+    """The last optimizer step that held `t`, or its base where `t` is a view (0: none did)."""
+    if not _STEPS:
+        return 0
+    step = _STEPS.get(t, 0)
+    base = t._base
+    return max(step, _STEPS.get(base, 0)) if base is not None else step
+
+
+register_optimizer_step_post_hook(_mark_step)
 
 
 def _autocast_state(device_type: str) -> tuple:
