@@ -1,8 +1,9 @@
 """`embed`: text, JSONL, CoNLL-U or .spacy files in; the published HDF5 dump layout (or Parquet) out,
 here or on Ray Data."""
-import os
 import warnings
 from contextlib import contextmanager
+from datetime import timedelta
+from pathlib import Path
 from typing import Iterator, List, Optional, Tuple
 
 import typer
@@ -101,6 +102,7 @@ def embed_cli(
     the same work on a Ray cluster and writes the same file.
     """
     from ..embedding.dump import DumpError, check_layers, embed_file, join_shards
+    from ..embedding.inputs import local_path
 
     if join < 0:
         fail(f"--join N joins N shard files, so N must be 1 or more (0, the default: embed), got {join}")
@@ -136,19 +138,9 @@ def embed_cli(
             encoding_errors=encoding_errors, quiet=quiet,
         )
         return
-    from ..pretrain.distributed import launched_world_size
-
-    world = launched_world_size()
-    k, n = 0, 1
-    if shard:
-        try:
-            k, n = (int(x) for x in shard.split("/"))
-        except ValueError:
-            fail(f"--shard must look like K/N, got {shard!r}")
-    elif world > 1:
-        k, n = int(os.environ["RANK"]), world
-        if gpu_id < 0 and _cuda():
-            gpu_id = int(os.environ.get("LOCAL_RANK", k))
+    torchrun, k, n, gpu_id = _shard_of_run(shard, gpu_id)  # torchrun: process 0 joins every process's shard
+    if n > 1 and output_format == "hdf5":
+        _check_sharded_output(output_path, join_target=torchrun, overwrite=overwrite, resume=resume)
     loaded = load_weights_or_fail(weights)
     model = loaded.bilm.to(pick_device(gpu_id))
     try:
@@ -184,21 +176,80 @@ def embed_cli(
             output_format=output_format,
             on_progress=lambda tokens, sentences: bar.update(tokens),
         )
-    if world > 1 and not shard:
+    if torchrun:
         import torch.distributed as dist
 
-        if not dist.is_initialized():
-            dist.init_process_group("gloo")
-        dist.barrier()
-        if k == 0 and output_format == "hdf5":
-            join_shards(output_path, n, overwrite=overwrite or resume)  # the join is part of this run
-            msg.good(f"Wrote {output_path} ({n} shards)")
-        dist.destroy_process_group()
+        wait_for_every_shard()
+        try:
+            if k == 0 and output_format == "hdf5":
+                try:
+                    # the join is part of this run
+                    joined = join_shards(local_path(output_path), n, overwrite=overwrite or resume)
+                except DumpError as err:
+                    fail(str(err))
+                msg.good(f"Wrote {joined} ({n} shards)")
+        finally:
+            dist.destroy_process_group()
         return
     msg.good(f"Wrote {path}")
 
 
 ENGINES = ("local", "ray")
+# How long a process that finished its shard waits for the others under torchrun. Shards differ in
+# size, so one may finish hours before another: torch's default (30 minutes) crashed such runs.
+SHARD_WAIT = timedelta(days=7)
+
+
+def wait_for_every_shard() -> None:
+    """Under torchrun: join the (gloo) process group, created only now that this process's shard is
+    done, and wait at a barrier until every process's is, for up to `SHARD_WAIT`."""
+    import torch.distributed as dist
+
+    if not dist.is_initialized():
+        dist.init_process_group("gloo", timeout=SHARD_WAIT)
+    dist.barrier()
+
+
+def _shard_of_run(shard: Optional[str], gpu_id: int) -> Tuple[bool, int, int, int]:
+    """(under torchrun, this run's shard K, of N shards, GPU): from --shard K/N, else from torchrun's
+    WORLD_SIZE and RANK (and LOCAL_RANK where it picks the GPU). A bad --shard, or a missing or
+    malformed variable (WORLD_SIZE without RANK was a raw KeyError), ends the command with one line."""
+    from ..pretrain.distributed import LaunchError, launched_local_rank, launched_rank, launched_world_size
+
+    if shard:
+        try:
+            k, n = (int(x) for x in shard.split("/"))
+        except ValueError:
+            fail(f"--shard must look like K/N, got {shard!r}")
+        return False, k, n, gpu_id
+    try:
+        world = launched_world_size()
+        if world <= 1:
+            return False, 0, 1, gpu_id
+        k = launched_rank(world)
+        if gpu_id < 0 and _cuda():
+            gpu_id = launched_local_rank(world)
+    except LaunchError as err:
+        fail(str(err))
+    return True, k, world, gpu_id
+
+
+def _check_sharded_output(output_path: str, join_target: bool, overwrite: bool, resume: bool) -> None:
+    """Refuse, before any work, what a sharded HDF5 run (--shard K/N, torchrun) could only find out after
+    it: an output at a URL (the shards are joined into one local file), and under torchrun
+    (`join_target`: process 0 joins the shards into OUTPUT) an existing OUTPUT or OUTPUT.partial
+    without --overwrite or --resume, which the join would refuse once every shard was embedded."""
+    from ..embedding.dump import DumpError, check_join_target
+    from ..embedding.inputs import is_url, local_path
+
+    if is_url(output_path):
+        fail(f"{output_path}: a sharded HDF5 output (--shard or torchrun) must be a local path, as its shards are "
+             "joined into one local file: write it locally and copy it there, or use --format parquet")
+    if join_target:
+        try:
+            check_join_target(Path(local_path(output_path)), overwrite=overwrite or resume)
+        except DumpError as err:
+            fail(str(err))
 
 
 def _check_options(

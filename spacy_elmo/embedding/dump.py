@@ -28,7 +28,12 @@ Sharding: `shard=(k, n)` embeds one share of the input into
 of several, the whole files at positions % n == k (the others are never
 opened). `join_shards` then writes OUTPUT holding HDF5 virtual datasets
 that point into the shard files, with the same keys and `sentence_to_index`
-as a single run.
+as a single run. As such an OUTPUT reads whatever the shard files hold, a
+shard's commit first removes a join of the same shard files
+(`drop_stale_join`): a new run's shard never shows through an old run's
+OUTPUT. With `resume`, a shard file already complete (with the run's
+settings) counts as done (`finished_shard`): a torchrun process whose shard
+finished before the run stopped goes straight to the join.
 
 The local engine is here; `spacy_elmo.embedding.ray` runs the same units
 through a Ray Data pipeline into the same sinks.
@@ -469,10 +474,13 @@ class Hdf5Sink:
     """
 
     def __init__(self, final: Path, layers: str, shard: Tuple[int, int], sentence_index: bool = True,
-                 resume: bool = False, overwrite: bool = False, record: Optional[Record] = None) -> None:
+                 resume: bool = False, overwrite: bool = False, record: Optional[Record] = None,
+                 joined: Optional[Path] = None) -> None:
         import h5py
 
         self.final = final
+        self.shard = shard
+        self.joined = joined  # a shard's: the OUTPUT its run's join writes (`drop_stale_join` before the commit)
         work = self.work = partial_path(final)
         for path in (final, work):
             refuse_directory(path, HDF5_IS_A_FILE)
@@ -580,6 +588,8 @@ class Hdf5Sink:
                                        data=numpy.array([json.dumps(self.mapping)], dtype=h5py.string_dtype()))
                 out.attrs["sentence_index"] = self.mapping is not None
                 out.attrs["status"] = "complete"
+            if self.joined is not None:
+                drop_stale_join(self.joined, self.shard[1])
             commit(self.work, self.final)
         finally:
             self.lock.release()
@@ -637,11 +647,13 @@ def open_sink(
         final = Path(tempfile.mkdtemp(prefix="spacy-elmo-embed-")) / name
     else:
         final = Path(target[len("file://"):] if target.startswith("file://") else target)
+    joined = None
     if n > 1:
+        joined = None if is_url(target) else final
         final = shard_path(final, k, n)
     if not final.parent.is_dir():
         raise DumpError(f"{final.parent}: no such directory for the output; create it first")
-    sink = Hdf5Sink(final, layers, (k, n), sentence_index, resume, overwrite, record)
+    sink = Hdf5Sink(final, layers, (k, n), sentence_index, resume, overwrite, record, joined)
     if is_url(target):
         sink.remote = f"{target}.shard-{k}-of-{n}" if n > 1 else target
     return sink
@@ -739,6 +751,10 @@ def embed_file(
         check_hdf5_output(output)  # before reading the input, as bad output costs nothing to find
     plan.check()
     record = run_record(model_fingerprint(model), layers, layer_weights, precision, plan)
+    if resume and output_format == "hdf5" and plan.shard[1] > 1 and not is_url(output):
+        final = shard_path(output[len("file://"):] if output.startswith("file://") else output, *plan.shard)
+        if finished_shard(final, record):
+            return final  # finished before the run was stopped: nothing to resume, nothing to redo
     sink = open_sink(output_path, output_format, plan, layers, chunk_lines, sentence_index, resume, overwrite,
                      record)
     try:
@@ -853,14 +869,8 @@ def join_shards(
     missing = [str(s) for s in shards if not s.is_file()]
     if missing:
         raise DumpError(f"cannot join: shard file(s) missing or unfinished: {missing}")
+    check_join_target(output, overwrite)
     work = partial_path(output)
-    if not overwrite:
-        if output.exists():
-            raise DumpError(f"{output} exists; pass --overwrite to replace it")
-        if work.exists():
-            raise DumpError(f"{work} holds an interrupted run; pass --overwrite to replace it with the joined file "
-                            "(or finish that run with --resume first)")
-    refuse_directory(work, "the joined output is a file")
     record = _check_shards(shards)
     lock = OutputLock(lock_path(output), output)
     try:
@@ -873,6 +883,66 @@ def join_shards(
     finally:
         lock.release()
     return output
+
+
+def check_join_target(output: Path, overwrite: bool) -> None:
+    """Refuse to join into `output` where it, or an interrupted run's OUTPUT.partial, exists (unless
+    `overwrite`), or where either is a directory. `join_shards` checks it; a torchrun `embed`, whose
+    process 0 joins, checks it before any work too (found only at the join, it cost the whole run)."""
+    refuse_directory(output, "the joined output is a file")
+    work = partial_path(output)
+    if not overwrite:
+        if output.exists():
+            raise DumpError(f"{output} exists; pass --overwrite to replace it")
+        if work.exists():
+            raise DumpError(f"{work} holds an interrupted run; pass --overwrite to replace it with the joined file "
+                            "(or finish that run with --resume first)")
+    refuse_directory(work, "the joined output is a file")
+
+
+def drop_stale_join(output: Path, n_shards: int) -> None:
+    """Remove `output` where it is a join of `n_shards` shard files, before a shard file of a new run
+    replaces one of them.
+
+    A joined file holds no arrays of its own, only virtual datasets pointing into the shard files:
+    left in place, it would read the new shard's arrays under the old run's keys and
+    `sentence_to_index` (and NaN or a shorter array where they differ), still saying "complete" --
+    one file mixing two runs. Without it, a file with the final name is always one run's, and
+    the join of the new run writes it again. A single run's OUTPUT (arrays of its own) is left.
+    """
+    import h5py
+
+    if not output.is_file():
+        return
+    try:
+        with h5py.File(output, "r") as f:
+            joined = int(f.attrs.get("shards", 0)) == n_shards
+    except (OSError, ValueError, TypeError):  # not HDF5, or no join of ours: not ours to remove
+        return
+    if joined:
+        output.unlink(missing_ok=True)  # every process of a torchrun run may get here: one removes it
+        warnings.warn(f"{output} joined an earlier run's shards, which this run replaces: removed (this run's join "
+                      "writes it again; --join N does for --shard runs)", DumpWarning, stacklevel=3)
+
+
+def finished_shard(final: Path, record: Optional[Record]) -> bool:
+    """Whether shard file `final` is already complete, with this run's settings (`run_record`), and has
+    no .partial beside it: `resume` then counts it done (a torchrun process whose shard finished before
+    the run was stopped goes straight to the join). Settings that differ are refused (DumpError)."""
+    import h5py
+
+    if not final.is_file() or partial_path(final).exists():
+        return False
+    try:
+        with h5py.File(final, "r") as f:
+            complete = f.attrs.get("status") == "complete"
+            recorded = read_record(f.attrs)
+    except OSError:
+        return False  # unreadable: the sink says what is wrong with it
+    if complete:
+        check_record(recorded, record, str(final), "Resume with the settings it was written with, or pass "
+                     "--overwrite (without --resume) to start again.")
+    return complete
 
 
 def _check_shards(shards: Sequence[Path]) -> Record:
@@ -971,5 +1041,6 @@ __all__ = [
     "DEPRECATED_LAYER_MODES", "check_layers", "layer_settings", "recorded_layer_mode",
     "shard_path", "partial_path", "read_lines", "check_text", "plan_inputs", "InputPlan", "Hdf5Sink", "open_sink",
     "finish_sink", "run_local", "DumpWarning", "OutputLock", "model_fingerprint", "run_record", "read_record",
-    "check_record", "record_difference", "check_hdf5_output", "stopped_note",
+    "check_record", "record_difference", "check_hdf5_output", "stopped_note", "check_join_target",
+    "drop_stale_join", "finished_shard",
 ]

@@ -13,7 +13,11 @@ Each part's schema metadata records the run's settings (`spacy_elmo.run`:
 parts were written with other settings (another chunking would put units
 in other parts, and duplicate them), and `overwrite` removes every part and
 stale temporary file of the run's share (all of them, unsharded), so no
-part of an earlier run is left to be read as this one's. A local run holds
+part of an earlier run is left to be read as this one's. Parts of another
+sharding of the input (unsharded parts in a `--shard K/N` run on one file,
+parts of another N, or sharded parts in an unsharded run) hold the same
+units as this run's under other names, so every row would be read twice: a
+run refuses such a directory, and `overwrite` removes them too. A local run holds
 a lock file in the directory (one per shard) while it writes.
 
 Columns: `key` (the HDF5 dataset name of the same unit), `file` (its input
@@ -40,7 +44,7 @@ from .inputs import DumpError, Unit, is_url, local_path
 if TYPE_CHECKING:
     import pyarrow
 
-_PART = re.compile(r"^part-(\d+)-(\d+)(-shard-\d+-of-\d+)?\.parquet$")
+_PART = re.compile(r"^part-(\d+)-(\d+)(-shard-\d+-of-(\d+))?\.parquet$")  # file, chunk, shard suffix, N
 _TEMPORARY = re.compile(r"^\.(part-.*\.parquet)\.\d+\.tmp$")  # `PartStore.write`'s name for a part being written
 RUN_KEY = b"spacy_elmo.run"  # the schema metadata holding a part's run record (JSON)
 
@@ -165,11 +169,16 @@ class PartStore:
         return None
 
     def remove(self, names: Sequence[str]) -> None:
+        """Remove parts (or temporary files); one already gone is no error (the other processes of a
+        sharded run may remove the same parts of another layout)."""
         for name in names:
-            if self.fs is not None:
-                self.fs.rm(f"{self.root}/{name}")
-            else:
-                os.unlink(os.path.join(self.root, name))
+            try:
+                if self.fs is not None:
+                    self.fs.rm(f"{self.root}/{name}")
+                else:
+                    os.unlink(os.path.join(self.root, name))
+            except FileNotFoundError:
+                pass
 
     def write(self, name: str, table: "pyarrow.Table") -> None:
         """Write a part under a temporary name, then give it its final one."""
@@ -229,8 +238,21 @@ class ParquetSink:
         self.parts_written = 0
 
     def _start(self, output: str, files: Set[int], resume: bool, overwrite: bool) -> Set[str]:
-        """The finished parts this run keeps, after the checks (and, with `overwrite`, the removals)."""
-        ours = sorted(name for name in self.store.names() if self._ours(name))
+        """The finished parts this run keeps, after the checks (and, with `overwrite`, the removals).
+
+        Parts of another sharding of the input (`_foreign`) hold the same units as this run's parts
+        under other names, so a reader of the directory would get every row twice: refused, unless
+        `overwrite`, which removes them (with or without `resume`)."""
+        names = self.store.names()
+        foreign = sorted(name for name in names if self._foreign(name))
+        if foreign and not overwrite:
+            raise DumpError(
+                f"{output} holds {len(foreign)} part(s) of another sharding of the input ({foreign[0]}, ...: "
+                f"{self._layout()} writes {self._family()}), whose rows this run's parts would hold again; pass "
+                "--overwrite to remove them, or write to another directory"
+            )
+        self.store.remove(foreign)
+        ours = sorted(name for name in names if self._ours(name) and name not in foreign)
         if ours and not (resume or overwrite):
             raise DumpError(f"{output} holds {len(ours)} part(s) of an earlier run; pass --resume to skip the "
                             "finished parts or --overwrite to start again")
@@ -261,6 +283,25 @@ class ParquetSink:
         if self.shard[1] > 1:
             return match.group(3) == f"-shard-{self.shard[0]}-of-{self.shard[1]}"
         return match.group(3) is None and int(match.group(1)) % n == k
+
+    def _foreign(self, name: str) -> bool:
+        """Whether a part belongs to another sharding of the input than this run's: with one input
+        file sharded by units (`shard` of N), a part without a shard suffix or of another N; otherwise
+        (unsharded, or several files shared out whole, which keep their names), a part with one."""
+        match = _PART.match(name)
+        if match is None:
+            return False
+        if self.shard[1] > 1:
+            return match.group(3) is None or int(match.group(4)) != self.shard[1]
+        return match.group(3) is not None
+
+    def _layout(self) -> str:
+        k, n = self.run_shard
+        return f"--shard {k}/{n}" if n > 1 else "an unsharded run"
+
+    def _family(self) -> str:
+        n = self.shard[1]
+        return f"parts named *-shard-K-of-{n}.parquet" if n > 1 else "parts without a -shard- suffix"
 
     def _mine(self, name: str, files: Set[int]) -> bool:
         """Whether a part is one this run would write (so a resumed run skips its units)."""

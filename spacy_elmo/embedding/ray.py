@@ -18,7 +18,10 @@ driver before the output is opened, as the local engine does; remote ones
 it: the worker hands the error to the driver as a row, which raises it as
 the local engine would (one message, no Ray traceback), and the run
 removes a .partial it created and wrote no unit into (nothing to resume;
-the corrected rerun needs no --overwrite).
+the corrected rerun needs no --overwrite). Settings the workers would only
+fail on are checked on the driver before Ray starts: the model, the layer
+weights and the backend (`_check_model`); and on a local Ray instance, GPUs
+per worker that it does not have (Ray Data would wait for them forever).
 
 `embed_dataset` is the same embedding step for a Ray Dataset a user already
 has. Ray is optional: this module imports it when called, and says how to
@@ -207,6 +210,7 @@ def embed_dataset(
     layers, layer_weights = layer_settings(layers, layer_weights, mix)
     if layers not in LAYER_MODES:
         raise DumpError(f"unknown layer mode {layers!r}; choose from {LAYER_MODES}")
+    check_backend_name(backend)
     if text_column is not None:
         if not (lang or pipeline):
             raise DumpError("text_column needs a tokenizer: pass lang or pipeline")
@@ -334,7 +338,8 @@ def embed_files(
         raise DumpError(f"--workers and --cpus-per-worker must be >= 1, got {workers} and {cpus_per_worker}")
     plan = plan_inputs(inputs, input_format, (0, 1), encoding_errors, lang, pipeline)
     _check_local_inputs(plan)
-    record = run_record(_check_model(weights, layers, layer_weights), layers, layer_weights, precision, plan)
+    model_id = _check_model(weights, layers, layer_weights, backend, here=not address)
+    record = run_record(model_id, layers, layer_weights, precision, plan)
     sink = open_sink(output_path, output_format, plan, layers, chunk_lines, sentence_index, resume, overwrite,
                      record)
     skip = _Skip()
@@ -351,6 +356,8 @@ def embed_files(
         context.execution_options.preserve_order = True
         context.enable_progress_bars = progress
         gpus = _gpus(ray, gpus_per_worker)
+        if started and not address:
+            _check_local_gpus(ray, gpus, workers)
         settings = EmbedSettings(weights, layers, layer_weights, batch_tokens, batch_size, precision, backend,
                                  cache, cpus_per_worker, gpus > 0)
         files = [{"file": i} for i in plan.mine]
@@ -401,19 +408,56 @@ def cause_message(cause: BaseException) -> str:
     return str(cause).split(_RAY_SUFFIX, 1)[0]
 
 
-def _check_model(weights: Optional[str], layers: str, layer_weights: Weights) -> str:
-    """Load the model once on the driver: bad `weights` or layer weights fail here, with the local engine's
-    message, before Ray starts (and a download lands in this node's cache before the workers ask).
-    Returns the model's fingerprint (`dump.model_fingerprint`), which the output records."""
+def _check_model(weights: Optional[str], layers: str, layer_weights: Weights, backend: str = defaults.BACKEND,
+                 here: bool = True) -> str:
+    """Load the model once on the driver: bad `weights`, layer weights or `backend` fail here, with the
+    local engine's message, before Ray starts (and a download lands in this node's cache before the
+    workers ask). Returns the model's fingerprint (`dump.model_fingerprint`), which the output records.
+
+    `here`: the workers run on this machine (a local Ray instance), so the backend is set on the
+    driver's model as each worker will set it, which also checks that it can run; on a cluster's
+    machines it may run where this one cannot, so only its name is checked (`check_backend_name`).
+    A bad backend found by the workers alone was a failed actor per worker, each a long traceback."""
+    from ..bilm.engine import BackendError
     from ..io import WeightsError
     from ..layers.loaders import read_weights
 
+    check_backend_name(backend)
     try:
         model = read_weights(weights or None).bilm
     except WeightsError as err:
         raise DumpError(str(err)) from None
     check_layers(layers, layer_weights, model.n_layers, model.width)
+    if here:
+        try:
+            model.backend = backend
+        except BackendError as err:
+            raise DumpError(f"--backend: {err}") from None
     return model_fingerprint(model)
+
+
+def check_backend_name(backend: str) -> None:
+    """A DumpError ("--backend: ...", one line) for a backend name no machine knows."""
+    from ..bilm.engine.backends import AUTO, NAMES, unavailable_reason
+
+    if backend != AUTO and backend not in NAMES:
+        raise DumpError(f"--backend: backend {backend!r}: {unavailable_reason(backend)}")  # the local engine's words
+
+
+def _check_local_gpus(ray, gpus_per_worker: float, workers: int) -> None:
+    """Refuse GPUs per worker that the local Ray instance (this machine's) does not have: Ray Data would
+    wait for the actors forever (its pool waits for all `workers` to start), printing warnings.
+    Only for an instance this run started: a cluster (`address`) may add GPU machines on demand."""
+    if gpus_per_worker <= 0:
+        return
+    have = float(ray.cluster_resources().get("GPU", 0))
+    needed = gpus_per_worker * workers
+    if have < needed:
+        raise DumpError(
+            f"--gpus-per-worker {gpus_per_worker:g} x --workers {workers} needs {needed:g} GPU(s), and this "
+            f"machine's Ray instance has {have:g}: ask for fewer (--gpus-per-worker 0 runs on CPUs), or pass "
+            "--address of a Ray cluster with GPUs"
+        )
 
 
 def _from_items(ray, items: List[dict]) -> "ray.data.Dataset":

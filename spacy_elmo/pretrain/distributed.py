@@ -77,19 +77,78 @@ def backend_for(device: torch.device) -> str:
     return GPU_BACKEND if device.type == "cuda" else CPU_BACKEND
 
 
+class LaunchError(ValueError):
+    """The launcher's environment (WORLD_SIZE, RANK, LOCAL_RANK) is incomplete or malformed: a
+    ValueError, so the commands say it in one line."""
+
+
+TORCHRUN_VARIABLES = "torchrun sets WORLD_SIZE, RANK and LOCAL_RANK; a launcher of its own must set them all"
+
+
+def _variable(name: str) -> Optional[int]:
+    """The integer in environment variable `name` (None where unset); LaunchError if it is not one."""
+    value = os.environ.get(name)
+    if value is None or not value.strip():
+        return None
+    try:
+        return int(value)
+    except ValueError:
+        raise LaunchError(f"{name}={value!r} is not a whole number ({TORCHRUN_VARIABLES})") from None
+
+
 def launched_world_size() -> int:
     """The number of processes torchrun started (WORLD_SIZE; 1 without torchrun), known before
     the process group is joined, so settings that need one process can be refused first."""
-    return int(os.environ.get("WORLD_SIZE", "1"))
+    world = _variable("WORLD_SIZE")
+    if world is not None and world < 1:
+        raise LaunchError(f"WORLD_SIZE={world} must be 1 or more ({TORCHRUN_VARIABLES})")
+    return 1 if world is None else world
+
+
+def launched_rank(world_size: int) -> int:
+    """This process's RANK among `world_size` processes. A LaunchError (one line) where WORLD_SIZE says
+    several processes and RANK is missing or out of range: without it every process would take
+    itself for another's rank (a raw KeyError before)."""
+    rank = _variable("RANK")
+    if rank is None:
+        raise LaunchError(f"WORLD_SIZE={world_size} is set but RANK is not ({TORCHRUN_VARIABLES})")
+    if not 0 <= rank < world_size:
+        raise LaunchError(f"RANK={rank} is not a rank of WORLD_SIZE={world_size} processes (0 to {world_size - 1})")
+    return rank
+
+
+def launched_local_rank(world_size: int) -> int:
+    """This process's LOCAL_RANK (its GPU on its machine), required where WORLD_SIZE says several
+    processes and a GPU is picked by it (LaunchError, one line, where it is missing)."""
+    local_rank = _variable("LOCAL_RANK")
+    if local_rank is None:
+        raise LaunchError(f"WORLD_SIZE={world_size} is set but LOCAL_RANK, which picks each process's GPU, "
+                          f"is not ({TORCHRUN_VARIABLES})")
+    if local_rank < 0:
+        raise LaunchError(f"LOCAL_RANK={local_rank} must be 0 or more ({TORCHRUN_VARIABLES})")
+    return local_rank
+
+
+def _picks_gpu(requested: Optional[str]) -> bool:
+    """Whether `rank_device` picks the GPU by LOCAL_RANK (no request, or "cuda" without an index)."""
+    if requested is None:
+        return torch.cuda.is_available()
+    device = torch.device(requested)
+    return device.type == "cuda" and device.index is None
 
 
 def init_distributed(device: Optional[str] = None) -> Dist:
-    """This process's rank and device; joins the process group torchrun describes, if any."""
+    """This process's rank and device; joins the process group torchrun describes, if any.
+
+    Under several processes RANK is required (and LOCAL_RANK where it picks the GPU): a LaunchError
+    names what is missing before any group is joined."""
     world_size = launched_world_size()
     if world_size <= 1:
         return Dist(device=rank_device(device, 0, distributed=False))
-    rank = int(os.environ["RANK"])
-    local_rank = int(os.environ.get("LOCAL_RANK", rank))
+    rank = launched_rank(world_size)
+    # on the CPU LOCAL_RANK picks nothing, and is only recorded
+    given = launched_local_rank(world_size) if _picks_gpu(device) else _variable("LOCAL_RANK")
+    local_rank = rank if given is None else given
     chosen = rank_device(device, local_rank, distributed=True)
     if chosen.type == "cuda":
         torch.cuda.set_device(chosen)  # before any collective: NCCL uses the current device
@@ -125,5 +184,6 @@ def check_replicas(state: Dist, module: torch.nn.Module, log: Path, step: int) -
 
 
 __all__ = [
-    "Dist", "check_replicas", "init_distributed", "launched_world_size", "rank_device", "backend_for", "shutdown"
+    "Dist", "LaunchError", "check_replicas", "init_distributed", "launched_local_rank", "launched_rank",
+    "launched_world_size", "rank_device", "backend_for", "shutdown",
 ]

@@ -5,21 +5,28 @@ mode) the corpus is a list of shares, fixed when a run starts and kept in its
 checkpoint:
 
 * one share per file when there are at least as many files as processes;
-* else every file is cut into `ceil(world / n_files)` parts by lines: part p
-  of P holds the file's non-empty lines p, p + P, p + 2P, ... (`corpus.py`).
+* else every file is cut into `world / gcd(n_files, world)` parts by lines, so
+  that every process gets as many shares: part p of P holds the file's
+  non-empty lines p, p + P, p + 2P, ... (`corpus.py`).
 
 Each epoch deals the shares round-robin: process r of W takes shares r, r + W,
-r + 2W, ... and reads them one after another, ascending. Every process
-tokenizes (and caches) only the shares it is dealt, and reads only its own
-batches. A share's batch sequence depends only on (seed, epoch, share), never
-on the world size, so a position in the epoch is, per share, the number of
-batches taken from it and whether it is finished: that is what a checkpoint
-records (with the deal), and what a resume at another world size continues
-from, dealing the unfinished shares round-robin over the new processes.
+r + 2W, ... Every process tokenizes (and caches) only the shares it is dealt,
+and reads only its own batches. A share's batch sequence depends only on
+(seed, epoch, share), never on the world size, so a position in the epoch is,
+per share, the number of batches taken from it and whether it is finished:
+that is what a checkpoint records (with the deal), and what a resume at
+another world size continues from, dealing the unfinished shares round-robin
+over the new processes. A run needs at least one share per process: a resume
+with more processes than the checkpoint's shares is refused (`fit_shares`).
 
 An epoch ends when any process runs out of batches (every step needs one
 batch per process): the other processes' remaining batches of that epoch are
-not read, so files of similar sizes waste least.
+not read. So that this cut never falls on the same text, a process reads its
+k shares one after another starting, in epoch e, at its (e mod k)-th (in
+share order): a share cut off (or never reached) in one epoch is read first
+in a later one. The order is a function of the epoch and the deal alone, so a
+resumed run reads what an uninterrupted one would. Files of similar sizes, as
+many as the processes or a multiple, waste least.
 """
 import math
 from collections import Counter
@@ -53,8 +60,20 @@ def plan_shares(n_files: int, world_size: int) -> List[Share]:
         raise ValueError("no training files to share")
     if n_files >= world_size:
         return [Share(i) for i in range(n_files)]
-    parts = math.ceil(world_size / n_files)
+    # as many parts as make the shares a multiple of the processes: each process gets as many
+    parts = world_size // math.gcd(n_files, world_size)
     return [Share(i, p, parts) for i in range(n_files) for p in range(parts)]
+
+
+def fit_shares(n_shares: int, world_size: int) -> None:
+    """ValueError when `n_shares` are fewer than the processes: a process without a share has no
+    batch, so every epoch would end before its first step (a resumed run would then burn its
+    remaining epochs without training and call itself finished)."""
+    if n_shares < world_size:
+        raise ValueError(
+            f"its text is {n_shares} share(s), fewer than the {world_size} processes of this run (each process "
+            f"needs a share of its own): resume with at most {n_shares} process(es)"
+        )
 
 
 def deal(shares: List[int], world_size: int) -> Dict[int, int]:
@@ -97,9 +116,16 @@ class ShardedCorpus:
             self.opened[share] = self.prepare(self.files[self.shares[share].file], self.shares[share])
         return self.opened[share]
 
-    def mine(self) -> List[int]:
-        """This process's unfinished shares of the epoch, in the order it reads them."""
-        return [s for s in range(len(self.shares)) if self.owner[s] == self.dist.rank and not self.done[s]]
+    def mine(self, epoch: int = 0) -> List[int]:
+        """This process's unfinished shares of `epoch`, in the order it reads them: its shares in
+        share order, rotated to start at its (epoch mod k)-th of k, so that the share the epoch's
+        end cuts off changes from epoch to epoch (module docstring). The rotation is over all its
+        shares, finished ones too, so the order holds while they finish, and after a resume."""
+        own = [s for s in range(len(self.shares)) if self.owner[s] == self.dist.rank]
+        if own:
+            turn = epoch % len(own)
+            own = own[turn:] + own[:turn]
+        return [s for s in own if not self.done[s]]
 
     def new_epoch(self) -> None:
         """Every share unread, dealt round-robin over this run's processes."""
@@ -148,10 +174,11 @@ class ShardedCorpus:
             raise RuntimeError("the word counts were not gathered (prepare_all(need_counts=True))")
         return self.totals["counts"]
 
-    def batches(self, make: Callable[[TokenizedCorpus, int], Iterator[LMBatch]]) -> Iterator[Tuple[int, LMBatch]]:
-        """(share, batch) of this process's unfinished shares, each resumed after the
-        batches already taken from it; a share is marked finished when it runs dry."""
-        for share in self.mine():
+    def batches(self, make: Callable[[TokenizedCorpus, int], Iterator[LMBatch]],
+                epoch: int = 0) -> Iterator[Tuple[int, LMBatch]]:
+        """(share, batch) of this process's unfinished shares in `epoch`'s order (`mine`), each
+        resumed after the batches already taken from it; a share is marked finished when it runs dry."""
+        for share in self.mine(epoch):
             for batch in skip(make(self.corpus(share), share), self.taken[share]):
                 yield share, batch
             self.done[share] = 1
@@ -193,12 +220,15 @@ class ShardedCorpus:
             self.owner = [owner.get(s, 0) for s in range(len(self.shares))]
 
 
-def shares_from_state(state: Dict[str, Any], files: List[Path]) -> List[Share]:
-    """The checkpoint's shares, checked against the run's files (ValueError if they differ)."""
+def shares_from_state(state: Dict[str, Any], files: List[Path], world_size: int = 1) -> List[Share]:
+    """The checkpoint's shares, checked against the run's files and its `world_size` processes
+    (ValueError if the files differ, or if there are fewer shares than processes: `fit_shares`)."""
     saved = [str(f) for f in state["files"]]
     if saved != [str(f) for f in files]:
         raise ValueError(f"the training files differ from the checkpoint's: {saved} vs {[str(f) for f in files]}")
-    return [Share(*map(int, s)) for s in state["shares"]]
+    shares = [Share(*map(int, s)) for s in state["shares"]]
+    fit_shares(len(shares), world_size)
+    return shares
 
 
-__all__ = ["Share", "ShardedCorpus", "deal", "plan_shares", "shares_from_state"]
+__all__ = ["Share", "ShardedCorpus", "deal", "fit_shares", "plan_shares", "shares_from_state"]

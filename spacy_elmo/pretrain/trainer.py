@@ -141,7 +141,7 @@ class Trainer:
             shards = state["progress"].get("shards") if state is not None else None
             try:
                 world = self.dist.world_size
-                shares = shares_from_state(shards, files) if shards else plan_shares(len(files), world)
+                shares = shares_from_state(shards, files, world) if shards else plan_shares(len(files), world)
             except (ValueError, KeyError, TypeError) as err:
                 raise CheckpointError(
                     f"{self.paths.checkpoint}: its corpus shares do not fit this run: {err}"
@@ -478,7 +478,7 @@ class Trainer:
             epoch = self.position.epoch
             if self.sharded is not None:
                 shared: Iterator[Any] = self.sharded.batches(
-                    lambda corpus, share: self.share_batches(corpus, share, epoch)
+                    lambda corpus, share: self.share_batches(corpus, share, epoch), epoch
                 )
             else:
                 shared = skip(self.batches(epoch), self.position.epoch_batches)

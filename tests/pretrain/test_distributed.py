@@ -112,7 +112,7 @@ def test_trainer_takes_the_rank_device(tiny_config_path, small_corpus, tmp_path,
     from spacy_elmo.pretrain import Trainer, load_config
 
     recorder = _Recorder(monkeypatch)
-    _torchrun_env(monkeypatch, rank=2, local_rank=0, world=2)
+    _torchrun_env(monkeypatch, rank=1, local_rank=0, world=2)
     config = load_config(tiny_config_path, {"paths.train": str(small_corpus)})
     trainer = Trainer(config, tmp_path / "run", progress=False)
     assert trainer.device == torch.device("cuda:0")
