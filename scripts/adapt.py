@@ -2,7 +2,7 @@
 
     python scripts/adapt.py --elmo-model shipped|pretrained --train T.spacy --dev D.spacy
         [--output training/adapted_ewt] [--pretrained-dir training/pretrain/model-best]
-        [--config configs/pretrain_adapt_ewt.cfg] [PRETRAIN OVERRIDES...]
+        [--config configs/pretrain_adapt_ewt.cfg] [--overwrite[=BOOL]] [PRETRAIN OVERRIDES...]
 
 The ELMo paper's domain transfer (section 3.4, supplement A.1): the pretrained
 biLM goes on training as a language model on the task's own training text,
@@ -13,12 +13,16 @@ stays the fair one. `shipped` starts from the package's embedded biLM (a new
 softmax, started from its own word table, trains alone first);
 `pretrained` from the project's `pretrain` output, which brings its softmax.
 The adapted model is OUTPUT/model-best. A run already under way, or one
-stopped by a signal, continues from its checkpoint. A finished one (its
+stopped by a signal, continues from its checkpoint when it was started with
+the same settings, and is refused, naming each difference, when not (it
+would mix two adaptations). A finished one (its
 model-last says so: `run_finished`) is kept when it was made with the same
 settings (OUTPUT/run_settings.json: the config's, the texts' and the
 starting biLM's contents, --elmo-model, the overrides), and refused,
 naming each difference, when not: the project never reads a biLM adapted
-from other inputs than its command says. --overwrite starts it again.
+from other inputs than its command says. --overwrite starts it again
+(--overwrite=false is as if it were not given: project.yml passes its
+`overwrite` variable so).
 """
 import argparse
 import shutil
@@ -29,16 +33,20 @@ from typing import Any, Dict, List
 from pretrain import override_settings, run_pretrain  # scripts/pretrain.py, beside this script
 
 from spacy_elmo.pretrain.trainer import run_finished
-from spacy_elmo.resumable_training import ResumeError, keep_finished, path_identity, record_settings
+from spacy_elmo.resumable_training import (
+    ResumeError, add_overwrite_option, check_unfinished, keep_finished, overrides_by_contents, path_identity,
+    record_settings,
+)
 
 
 def run_settings(args: argparse.Namespace, extra: List[str]) -> Dict[str, Any]:
     """What defines an adaptation (run_settings.json): the config, texts and starting biLM by contents,
-    and the pretraining overrides. Not the GPU."""
+    and the pretraining overrides (one naming a file or folder by contents). Not the GPU."""
+    overrides = override_settings(extra)
     return {"script": "adapt", "config": path_identity(args.config), "train": path_identity(args.train),
             "dev": path_identity(args.dev), "elmo_model": args.elmo_model,
             "pretrained": path_identity(args.pretrained_dir) if args.elmo_model == "pretrained" else None,
-            "overrides": override_settings(extra)}
+            "overrides": overrides_by_contents(overrides) if isinstance(overrides, dict) else overrides}
 
 
 def main() -> None:
@@ -51,7 +59,7 @@ def main() -> None:
                         help="the biLM to adapt with --elmo-model pretrained (%(default)s)")
     parser.add_argument("--config", default="configs/pretrain_adapt_ewt.cfg")
     parser.add_argument("--gpu-id", type=int, default=-1)
-    parser.add_argument("--overwrite", action="store_true", help="start again, deleting what OUTPUT holds")
+    add_overwrite_option(parser, "start again, deleting what OUTPUT holds")
     args, extra = parser.parse_known_args()
     output = Path(args.output)
     defining = run_settings(args, extra)
@@ -64,7 +72,14 @@ def main() -> None:
         except ResumeError as err:
             sys.exit(str(err))
         return
-    if not (output / "checkpoint.pt").exists():
+    if (output / "checkpoint.pt").exists():
+        # a run under way or stopped: continued only with the settings it started with, else it would
+        # mix two adaptations, and the next command would refuse its own output as made with others
+        try:
+            check_unfinished(output, defining, "adaptation")
+        except ResumeError as err:
+            sys.exit(str(err))
+    else:
         record_settings(output, defining)  # a fresh run (a resumed one keeps the settings it started with)
     settings = ["--paths.train", args.train, "--paths.dev", args.dev, "--gpu-id", str(args.gpu_id)]
     if args.elmo_model == "pretrained":

@@ -15,7 +15,12 @@ is looked up lower-cased, so the file's words are lower-cased too: of the
 forms that lower-case alike ("Apple", "apple"), the first (most frequent)
 row is kept. It writes OUT/vectors.npy,
 OUT/words.txt and OUT/table.json (source, licence, pruning, counts,
-checksums); see spacy_elmo/pretrain/word_table.py.
+checksums); see spacy_elmo/pretrain/word_table.py. The text is read as
+`pretrain` reads it (spacy_elmo/pretrain/text_corpus.py: text files, the
+sentences of .spacy corpora, folders and globs); an empty one is an error.
+OUT/run_settings.json records the text by contents (and --max-lines), what
+scripts/pretrain.py checks before it reuses the table; a rebuild replaces
+the record of the table it replaces.
 
 `--spacy-vectors` also writes the table for a spaCy pipeline's static
 vectors (the CNN baselines with include_static_vectors, `--paths.vectors
@@ -40,7 +45,10 @@ from wasabi import msg
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-from spacy_elmo.pretrain.text_corpus import CorpusError, read_lines  # noqa: E402
+from spacy_elmo.pretrain.text_corpus import (  # noqa: E402
+    TOKENIZERS, CorpusError, SpacyRequired, _tokenized_lines, expand_paths,
+)
+from spacy_elmo.resumable_training import RUN_SETTINGS, path_identity, record_settings  # noqa: E402
 from spacy_elmo.pretrain.word_table import (  # noqa: E402
     VECTORS_FILE, select_rows, write_spacy_vectors, write_word2vec_text, write_word_table,
 )
@@ -88,39 +96,55 @@ def read_words(path: Path) -> List[str]:
     return [str(w) if w is not None else "" for w in table.column(0).to_pylist()]
 
 
-def text_lines(paths: Iterable[Path], max_lines: int) -> Iterable[str]:
-    def lines() -> Iterable[str]:
-        for path in paths:
-            for line in read_lines(path):  # a damaged .gz: CorpusError naming it
-                line = line.strip()
-                if line:
-                    yield line
-
-    return itertools.islice(lines(), max_lines) if max_lines else lines()
+def text_tokens(files: List[Path], lang: str, tokenizer: str, max_lines: int) -> Iterable[List[str]]:
+    """The token lists pretraining reads from `files` (`spacy_elmo.pretrain.text_corpus`): one per
+    non-empty text line (.txt, .gz), one per sentence of a .spacy DocBin, whitespace tokens dropped;
+    the first `max_lines` of them (0: all). A damaged file is a CorpusError naming it."""
+    tokens = _tokenized_lines(files, lang, tokenizer=tokenizer)
+    return itertools.islice(tokens, max_lines) if max_lines else tokens
 
 
-def count_text(paths: List[Path], lang: str, lowercase: bool, max_lines: int) -> Tuple[Counter, int, int]:
-    """Word counts of the text as `pretrain` tokenizes it (spaCy's `lang` tokenizer, whitespace
-    tokens dropped), keyed as the table looks words up; and the numbers of lines and tokens."""
-    import spacy
+def count_text(files: List[Path], lang: str, lowercase: bool, max_lines: int,
+               tokenizer: str = "spacy") -> Tuple[Counter, int, int]:
+    """Word counts of the text as `pretrain` tokenizes it (spaCy's `lang` tokenizer, or "whitespace";
+    a .spacy file's own tokens), keyed as the table looks words up; and the numbers of lines (or
+    sentences) and tokens.
 
-    tokenizer: Any = spacy.blank(lang).tokenizer
+    A .spacy corpus read as text lines would be its compressed bytes: a table counted from noise."""
     counts: Counter = Counter()
     n_lines = 0
-    bar = tqdm(text_lines(paths, max_lines), desc="counting text", unit=" lines", total=max_lines or None)
-    for doc in tokenizer.pipe(bar, batch_size=1000):
+    bar = tqdm(text_tokens(files, lang, tokenizer, max_lines), desc="counting text", unit=" lines",
+               total=max_lines or None)
+    for tokens in bar:
+        if not tokens:
+            continue
         n_lines += 1
-        counts.update(t.text.lower() if lowercase else t.text for t in doc if not t.is_space)
+        counts.update(t.lower() if lowercase else t for t in tokens)
     return counts, n_lines, sum(counts.values())
+
+
+def text_record(texts: List[str], max_lines: int) -> Dict[str, Any]:
+    """What the table was built from, as scripts/pretrain.py compares it before reusing the table
+    (OUTPUT/run_settings.json): the text by contents (`path_identity`), and the line cap where one."""
+    identities = [path_identity(text) for text in texts]
+    record: Dict[str, Any] = {"text": identities[0] if len(identities) == 1 else identities}
+    if max_lines:
+        record["max_lines"] = max_lines
+    return record
 
 
 def main(argv: Optional[List[str]] = None) -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("output", type=Path, help="directory to write the table to")
     parser.add_argument("--package", default=DEFAULT_PACKAGE, help="installed package of vectors (%(default)s)")
-    parser.add_argument("--text", type=Path, nargs="+", default=[DEFAULT_TEXT],
-                        help="pretraining text (.txt or .txt.gz, one line per paragraph; default: %(default)s)")
+    parser.add_argument("--text", nargs="+", default=[str(DEFAULT_TEXT)],
+                        help="pretraining text, read as `pretrain` reads [paths] train: .txt or .txt.gz files "
+                        "(one line per paragraph), .spacy corpora (their sentences), folders or glob "
+                        "patterns of them (default: %(default)s)")
     parser.add_argument("--lang", default="en", help="spaCy tokenizer of the text, as [corpus] lang (%(default)s)")
+    parser.add_argument("--tokenizer", choices=TOKENIZERS, default="spacy",
+                        help="as [corpus] tokenizer: spaCy's --lang tokenizer, or whitespace for tokenized text "
+                        "(%(default)s)")
     parser.add_argument("--max-lines", type=int, default=0, help="read only the first N lines of the text (0: all)")
     parser.add_argument("--top-text", type=int, default=30000,
                         help="keep the N most frequent words of the text that have a vector (%(default)s)")
@@ -151,13 +175,17 @@ def main(argv: Optional[List[str]] = None) -> None:
     if vectors.ndim != 2 or vectors.shape[0] != len(vector_words):
         msg.fail(f"{array_path}: shape {vectors.shape} does not fit {len(vector_words)} words", exits=1)
 
-    for path in args.text:
-        if not path.is_file():
-            msg.fail(f"text not found: {path}", exits=1)
     try:
-        counts, n_lines, n_tokens = count_text(args.text, args.lang, lowercase, args.max_lines)
-    except CorpusError as err:
+        files = expand_paths(args.text)
+    except FileNotFoundError as err:
+        msg.fail(f"--text: {err}", exits=1)
+    try:
+        counts, n_lines, n_tokens = count_text(files, args.lang, lowercase, args.max_lines, args.tokenizer)
+    except (CorpusError, SpacyRequired) as err:
         msg.fail(str(err), exits=1)
+    if not n_lines:  # a table of the vector file's words alone would pass for one of this text
+        msg.fail(f"no line of text read from {', '.join(map(str, files))}: the text is empty; pass the "
+                 "pretraining text with --text", exits=1)
     rows = select_rows(vector_words, counts, args.top_text, args.top_vectors)
     words = [vector_words[r] for r in rows]
     table_vectors = numpy.asarray(vectors[rows], dtype=numpy.float32)
@@ -178,9 +206,10 @@ def main(argv: Optional[List[str]] = None) -> None:
         "pruning": {
             "top_text": args.top_text,
             "top_vectors": args.top_vectors,
-            "text": [p.name for p in args.text],
+            "text": [p.name for p in files],
             "max_lines": args.max_lines,
             "lang": args.lang,
+            "tokenizer": args.tokenizer,
             "rule": "the top_text most frequent words of the text that have a vector, plus the vector file's "
             "first top_vectors words; rows in the vector file's order",
         },
@@ -194,7 +223,11 @@ def main(argv: Optional[List[str]] = None) -> None:
             "text_token_coverage": round(covered / max(1, n_tokens), 6),
         },
     }
+    # the record of the table there before (scripts/pretrain.py's, or this script's) named another
+    # text: gone before the table changes, so that no table is reused as built from a text it was not
+    (args.output / RUN_SETTINGS).unlink(missing_ok=True)
     table = write_word_table(args.output, words, table_vectors, info, dtype=args.dtype, lowercase=lowercase)
+    record_settings(args.output, text_record(args.text, args.max_lines))
     size = (args.output / VECTORS_FILE).stat().st_size
     msg.good(
         f"{args.output}: {table['rows']} rows x {table['dim']} ({args.dtype}, {size / 1e6:.1f} MB); "

@@ -3,12 +3,14 @@
     python scripts/report.py --metrics metrics --training training --plots plots [--prefix smoke-]
 
 Reads metrics/{prefix}{ewt,ner}_{baseline,elmo}.json (written by
-`python -m spacy_elmo evaluate`), training/{prefix}*/log.jsonl and wall_time.json.
+`python -m spacy_elmo evaluate`), training/{prefix}*/log.jsonl and wall_time.json
+(the steps each run trained: its "steps").
 Where metrics/{prefix}ewt_baseline_vectors.json exists (the baseline with the
 biLM's word table as static vectors), the table gains its column and ELMo's
 difference to it: what the biLM's contextual layers add beyond its vectors.
 Where metrics/{prefix}ewt_elmo_finetuned.json exists (the ELMo pipeline fine-tuned
-with its biLM unfrozen, scripts/finetune.py), it gets a column of its own too.
+with its biLM unfrozen, scripts/finetune.py), it gets a column of its own too,
+and its difference to the vectors baseline (to the baseline where there is none).
 Writes metrics/{prefix}comparison.md, plots/{prefix}dev_curves.png and
 plots/{prefix}layer_weights.png.
 """
@@ -23,7 +25,17 @@ DEV_KEYS = {"ewt": ["tag_acc", "pos_acc", "dep_uas", "dep_las"], "ner": ["ents_f
 
 
 def _load(path: Path):
-    return json.loads(path.read_text()) if path.is_file() else None
+    """A JSON file's contents (None where there is none); a damaged one ends the report with one line
+    naming it and the step that writes it, not a JSONDecodeError's traceback."""
+    if not path.is_file():
+        return None
+    try:
+        return json.loads(path.read_text(encoding="utf-8"))
+    except ValueError as err:  # json.JSONDecodeError, or bytes that are not UTF-8
+        why = f"{err.msg} at line {err.lineno}, column {err.colno}" if isinstance(err, json.JSONDecodeError) else err
+        raise SystemExit(f"{path}: not a readable JSON file ({why}), cut short or damaged; run the step that "
+                         f"writes it again (`evaluate` for metrics/*.json, the run's training step for the "
+                         f"files of training/)") from None
 
 
 def _log(path: Path):
@@ -65,34 +77,46 @@ def _console_rows(console: Path):
     return rows
 
 
+def _percent(data, key: str):
+    """A metrics file's score `key` in percent (None where the file or the score is absent)."""
+    value = (data or {}).get("scores", {}).get(key)
+    return None if value is None else 100 * value
+
+
+def _cell(value, signed: bool = False) -> str:
+    return "" if value is None else (f"{value:+.2f}" if signed else f"{value:.2f}")
+
+
 def table(metrics: Path, training: Path, prefix: str) -> str:
+    """The test scores (baseline, ELMo, their difference; the vectors baseline and the fine-tuned
+    pipeline each with a column of their own and ELMo's difference to the baseline that is there)
+    and the runs (steps trained, best step, wall time, what ended them)."""
     vectors = _load(metrics / f"{prefix}ewt_baseline_vectors.json")
     tuned = _load(metrics / f"{prefix}ewt_elmo_finetuned.json")
+    header = ["metric (test)", "baseline"]
     if vectors:
-        header = ("| metric (test) | baseline | baseline + static vectors | ELMo | ELMo - baseline "
-                  "| ELMo - baseline + vectors |")
-        if tuned:
-            header += " ELMo fine-tuned | fine-tuned - baseline + vectors |"
-        lines = [header, "|---" * (header.count("|") - 1) + "|"]
+        header += ["baseline + static vectors", "ELMo", "ELMo - baseline", "ELMo - baseline + vectors"]
     else:
-        lines = ["| metric (test) | baseline | ELMo | difference |", "|---|---|---|---|"]
+        header += ["ELMo", "difference"]
+    if tuned:  # a column of its own, with or without the vectors baseline
+        header += ["ELMo fine-tuned", "fine-tuned - baseline + vectors" if vectors else "fine-tuned - baseline"]
+    lines = ["| " + " | ".join(header) + " |", "|---" * len(header) + "|"]
     for label, task, key in ROWS:
-        base = _load(metrics / f"{prefix}{task}_baseline.json")
-        elmo = _load(metrics / f"{prefix}{task}_elmo.json")
-        if not base or not elmo or base["scores"].get(key) is None or elmo["scores"].get(key) is None:
+        b = _percent(_load(metrics / f"{prefix}{task}_baseline.json"), key)
+        e = _percent(_load(metrics / f"{prefix}{task}_elmo.json"), key)
+        if b is None or e is None:
             continue
-        b, e = 100 * base["scores"][key], 100 * elmo["scores"][key]
-        if not vectors:
-            lines.append(f"| {label} | {b:.2f} | {e:.2f} | {e - b:+.2f} |")
-            continue
-        v = vectors["scores"].get(key) if task == "ewt" else None
-        row = f"| {label} | {b:.2f} | " + (f"{100 * v:.2f}" if v is not None else "")
-        row += f" | {e:.2f} | {e - b:+.2f} | " + (f"{e - 100 * v:+.2f}" if v is not None else "") + " |"
+        cells = [label, _cell(b)]
+        v = _percent(vectors, key) if task == "ewt" else None
+        if vectors:
+            cells += [_cell(v), _cell(e), _cell(e - b, True), _cell(None if v is None else e - v, True)]
+        else:
+            cells += [_cell(e), _cell(e - b, True)]
         if tuned:
-            t = tuned["scores"].get(key) if task == "ewt" else None
-            row += f" {100 * t:.2f} |" if t is not None else " |"
-            row += f" {100 * t - 100 * v:+.2f} |" if t is not None and v is not None else " |"
-        lines.append(row)
+            t = _percent(tuned, key) if task == "ewt" else None
+            reference = v if vectors else b
+            cells += [_cell(t), _cell(None if t is None or reference is None else t - reference, True)]
+        lines.append("| " + " | ".join(cells) + " |")
     lines += ["", "| run | steps | best step | wall time | ended by |", "|---|---|---|---|---|"]
     for name in RUNS:
         run = training / f"{prefix}{name}"
@@ -102,8 +126,17 @@ def table(metrics: Path, training: Path, prefix: str) -> str:
             continue
         best = _best_row(run / "model-best", log)
         minutes, ended = wall["seconds"] / 60, _ended_by(wall, log)
-        lines.append(f"| {run.name} | {log[-1]['step']:,} | {best['step']:,} | {minutes:.1f} min | {ended} |")
+        lines.append(f"| {run.name} | {_steps(wall, log):,} | {best['step']:,} | {minutes:.1f} min | {ended} |")
     return "\n".join(lines) + "\n"
+
+
+def _steps(wall: dict, log: list) -> int:
+    """The optimizer steps a run trained: wall_time.json's "steps" (the training state's count, resumed
+    sessions included). Log rows number steps from 0, as spaCy does (a run capped at max_steps N
+    trains N + 1 and logs its last evaluation as step N), so a wall_time.json without the count
+    gives the last evaluation's step + 1: the steps trained up to it."""
+    steps = wall.get("steps")
+    return int(steps) if isinstance(steps, int) else log[-1]["step"] + 1
 
 
 def _best_row(model_best: Path, log: list) -> dict:

@@ -9,9 +9,11 @@ gold tokens of --train (see spacy_elmo/pipeline/treebank_tokenizer.py). Only
 the tokenizer changes: every component's weights are the trained ones, so
 the copy measures what the tokenizer alone does at prediction time. Prints
 how many gold tokens of each --report corpus the old and the new tokenizer
-produce exactly.
+produce exactly. An OUTPUT that exists and is not empty is refused;
+--overwrite replaces it whole.
 """
 import argparse
+import shutil
 import sys
 from pathlib import Path
 from typing import List, Optional
@@ -38,12 +40,20 @@ def main(argv: Optional[List[str]] = None) -> None:
     parser.add_argument("--train", type=Path, required=True, help="the .spacy corpus whose gold tokens teach the rules")
     parser.add_argument("--report", type=Path, nargs="*", default=[],
                         help=".spacy corpora on which to print the old and new token accuracy")
+    parser.add_argument("--overwrite", action="store_true",
+                        help="replace OUTPUT where it exists and is not empty (else that is refused)")
     args = parser.parse_args(argv)
     for path in [args.model, args.train, *args.report]:
         if not path.exists():
             msg.fail(f"{path} does not exist", exits=1)
-    if args.output.resolve() == args.model.resolve():
-        msg.fail("the output must be a new directory, not the pipeline itself", exits=1)
+    model, output = args.model.resolve(), args.output.resolve()
+    if output == model or output in model.parents:  # --overwrite would delete the pipeline
+        msg.fail("the output must be a new directory, not the pipeline itself nor a folder holding it", exits=1)
+    if args.output.exists() and not args.overwrite and (not args.output.is_dir() or any(args.output.iterdir())):
+        # written over, it kept the files of components the copy does not have
+        what = "a folder that is not empty" if args.output.is_dir() else "a file"
+        msg.fail(f"{args.output}: exists and is {what}; pass --overwrite to replace it, or choose another output",
+                 exits=1)
 
     from spacy_elmo.pipeline.treebank_tokenizer import TreebankTokenizer, gold_tokens_found
 
@@ -53,6 +63,10 @@ def main(argv: Optional[List[str]] = None) -> None:
     before = Tokenizer(nlp.vocab).from_bytes(tokenizer.to_bytes())  # the pipeline's own, as trained
     train = read_docs(args.train, nlp.vocab)
     tokenizer.initialize(lambda: (Example(nlp.make_doc(doc.text), doc) for doc in train), nlp=nlp)
+    if args.output.is_dir() and not args.output.is_symlink():  # --overwrite: replaced whole
+        shutil.rmtree(args.output)
+    elif args.output.exists() or args.output.is_symlink():
+        args.output.unlink()
     nlp.to_disk(args.output)
     msg.good(f"Wrote {args.output}: {args.model}'s components with a tokenizer learned from {args.train}")
     for path in args.report:

@@ -3,6 +3,7 @@
     python scripts/static_vectors.py training/static_vectors            # the embedded model's table
     python scripts/static_vectors.py OUT --elmo-model pretrained        # training/pretrain/model-best's
     python scripts/static_vectors.py OUT --weights MODEL
+    python scripts/static_vectors.py OUT --overwrite                    # replace what OUT holds
     python scripts/train.py configs/ewt_baseline.cfg training/ewt_baseline_vectors ... \\
         --paths.vectors OUT --components.tok2vec.model.embed.include_static_vectors true
 
@@ -13,8 +14,11 @@ pipeline whose vectors hold the table's rows, under each word and, for a
 lower-cased table, its Title-case and UPPER-case forms; OUT/word_table.json
 names the model and the table's source, licence and checksums. Needs no
 download and no vector package: the rows come from the model's weights.
+An OUT that exists and is not empty is refused; --overwrite replaces it
+whole (the project's `static-vectors` step passes it: it rebuilds).
 """
 import argparse
+import shutil
 import sys
 from pathlib import Path
 from typing import List, Optional
@@ -28,6 +32,40 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 from spacy_elmo.pretrain.word_table import write_spacy_vectors  # noqa: E402
 
 
+def check_output(output: Path, overwrite: bool, weights: Optional[str]) -> None:
+    """Exit with one line where OUTPUT exists and is not an empty folder, unless `overwrite`: the
+    vectors were written over what it held, and a component or file of an earlier pipeline there
+    stayed beside them. An OUTPUT that is or holds the biLM read (`weights`) is refused too:
+    replacing it would delete the model."""
+    if weights and Path(weights).exists():
+        model, target = Path(weights).resolve(), output.resolve()
+        if target == model or target in model.parents:
+            msg.fail(f"{output}: holds the biLM {weights}; choose another output", exits=1)
+    if output.exists() and not overwrite and (not output.is_dir() or any(output.iterdir())):
+        what = "a folder that is not empty" if output.is_dir() else "a file"
+        msg.fail(f"{output}: exists and is {what}; pass --overwrite to replace it, or choose another output",
+                 exits=1)
+
+
+def check_lang(lang: str) -> None:
+    """Exit with one line where spaCy has no language `lang` (its E048), before the biLM is loaded."""
+    from spacy.util import get_lang_class
+
+    try:
+        get_lang_class(lang)
+    except ImportError as err:
+        msg.fail(f"--lang {lang}: not a language spaCy has ({' '.join(str(err).split())}); pass a language "
+                 "code such as en", exits=1)
+
+
+def remove(output: Path) -> None:
+    """Delete OUTPUT, a folder or a file, where it exists."""
+    if output.is_dir() and not output.is_symlink():
+        shutil.rmtree(output)
+    elif output.exists() or output.is_symlink():
+        output.unlink()
+
+
 def main(argv: Optional[List[str]] = None) -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("output", type=Path, help="directory of the spaCy pipeline to write")
@@ -38,9 +76,13 @@ def main(argv: Optional[List[str]] = None) -> None:
                         help="as scripts/train.py: the embedded model, or the one in --pretrained-dir")
     parser.add_argument("--pretrained-dir", default="training/pretrain/model-best")
     parser.add_argument("--lang", default="en", help="language of the blank pipeline (%(default)s)")
+    parser.add_argument("--overwrite", action="store_true",
+                        help="replace OUTPUT where it exists and is not empty (else that is refused)")
     args = parser.parse_args(argv)
     if args.weights is None and args.elmo_model == "pretrained":
         args.weights = args.pretrained_dir
+    check_output(args.output, args.overwrite, args.weights)
+    check_lang(args.lang)
 
     from spacy_elmo.io import WeightsError, load_model
 
@@ -61,6 +103,7 @@ def main(argv: Optional[List[str]] = None) -> None:
     words = bilm.word_table_vocab.words
     table: torch.Tensor = bilm.token_encoder.word_table  # type: ignore[assignment]
     vectors = table.detach().float().cpu().numpy()
+    remove(args.output)  # what is there (--overwrite) is replaced whole: no stale component stays
     n_keys = write_spacy_vectors(args.output, words, vectors, args.lang, lowercase)
     srsly.write_json(args.output / "word_table.json", {
         "model": args.weights or "embedded",

@@ -29,10 +29,17 @@ FREQUENCY_BINS = [(0, 0, "unseen in train"), (1, 9, "seen 1-9 times"), (10, 99, 
 
 
 def read_docs(path: Path, vocab) -> list:
-    """The gold docs of a .spacy file."""
+    """The gold docs of a .spacy file; one that is not a DocBin (a .conllu, say: spaCy's E1014, which
+    names no file) ends the script with one line naming it and how to make one."""
+    import zlib
+
     from spacy.tokens import DocBin
 
-    return list(DocBin().from_disk(path).get_docs(vocab))
+    try:
+        return list(DocBin().from_disk(path).get_docs(vocab))
+    except (ValueError, KeyError, TypeError, zlib.error) as err:
+        raise SystemExit(f"{path}: not a spaCy DocBin (.spacy) file ({' '.join(str(err).split())}); convert it "
+                         "first (python -m spacy_elmo corpus ud FILE.conllu OUT.spacy)") from None
 
 
 def train_lexicon(docs: Iterable, attr: str) -> Tuple[Counter, Dict[str, set]]:

@@ -2,7 +2,7 @@
 
     python scripts/train.py CONFIG OUTPUT_DIR --train T.spacy --dev D.spacy
         [--elmo-model none|shipped|pretrained] [--pretrained-dir DIR] [--max-steps N]
-        [--gpu-id G] [--max-minutes M] [--resume | --overwrite] [SPACY TRAIN OVERRIDES...]
+        [--gpu-id G] [--max-minutes M] [--resume | --overwrite[=BOOL]] [SPACY TRAIN OVERRIDES...]
 
 `spacy train`'s steps (the config's [training] block, the same overrides on
 the command line) through `spacy_elmo.resumable_training`: OUTPUT_DIR gets
@@ -21,9 +21,12 @@ end; the config and overrides are then those model-last was saved with.
 
 A fresh start on an OUTPUT_DIR that holds a run: an unfinished one is
 refused (--resume continues it); a finished one made with the same
-settings (config contents, overrides, corpora, seed, the pretrained biLM)
+settings (config contents, overrides, corpora, seed, the pretrained biLM;
+an override naming a file or folder, such as --paths.vectors, by contents)
 is kept, and nothing is done (exit 0); one made with other settings is
-refused, naming each difference. --overwrite always starts again.
+refused, naming each difference. --overwrite always starts again
+(--overwrite=false is as if it were not given: project.yml passes its
+`overwrite` variable so).
 """
 import argparse
 import platform
@@ -50,10 +53,15 @@ def overrides_from(args: argparse.Namespace, extra: List[str]) -> dict:
 
 def run_settings(args: argparse.Namespace, overrides: Dict[str, Any], seed: Any) -> Dict[str, Any]:
     """What defines a run of this script (run_settings.json): the config's contents, the overrides,
-    the corpora and the pretrained biLM by contents, the seed. Not the GPU nor the time budget."""
-    from spacy_elmo.resumable_training import path_identity
+    the corpora and the pretrained biLM by contents, the seed. Not the GPU nor the time budget.
 
-    return {"script": "train", "config": path_identity(args.config), "overrides": overrides,
+    An override naming a file or folder (`--paths.vectors training/static_vectors`) is recorded by
+    contents too, so a rebuilt folder is a changed setting, not "nothing to do"; paths.train and
+    paths.dev stay as given (they are the corpora, recorded by contents under train and dev)."""
+    from spacy_elmo.resumable_training import overrides_by_contents, path_identity
+
+    recorded = overrides_by_contents(overrides, skip=("paths.train", "paths.dev"))
+    return {"script": "train", "config": path_identity(args.config), "overrides": recorded,
             "train": path_identity(args.train), "dev": path_identity(args.dev), "seed": seed,
             "pretrained": path_identity(args.pretrained_dir) if args.elmo_model == "pretrained" else None}
 

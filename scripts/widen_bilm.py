@@ -41,6 +41,8 @@ def main(argv: Optional[List[str]] = None) -> None:
     source = model_path(args.model)
     if not is_native(source):
         msg.fail(f"{source}: not a native spacy-elmo model directory (no elmo.json)", exits=1)
+    if args.output.exists() and not args.output.is_dir():  # iterdir() would raise NotADirectoryError
+        msg.fail(f"{args.output}: exists and is a file, not a directory; choose another output directory", exits=1)
     if args.output.exists() and any(args.output.iterdir()):
         msg.fail(f"{args.output}: exists and is not empty; choose another output directory", exits=1)
     try:

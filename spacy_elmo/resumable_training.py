@@ -27,12 +27,13 @@ its output directory:
   line at a time just before the evaluation's checkpoint (`read_log` leaves out a last line torn
   by a run killed while appending it; --resume drops it, and rows past model-last, and writes
   them again);
-- run_settings.json: what defines the run (the caller's `settings`: config, overrides, corpora
-  with their sizes and digests, seed, the pipeline or model it starts from), written when it
-  starts afresh. A later fresh start on an output whose run has finished compares its own
-  settings with them: the same, the run is kept ("nothing to do"); different, it is refused
-  with each difference named (`overwrite` starts again). Hours of training are never deleted
-  by a command that only meant to make sure they had been done.
+- run_settings.json: what defines the run (the caller's `settings`: config, overrides (those
+  naming a file or folder by contents: `overrides_by_contents`), corpora with their sizes and
+  digests, seed, the pipeline or model it starts from), written when it starts afresh. A later
+  fresh start on an output whose run has finished compares its own settings with them: the
+  same, the run is kept ("nothing to do"); different, it is refused with each difference named
+  (`overwrite` starts again). Hours of training are never deleted by a command that only meant
+  to make sure they had been done.
 
 Each is replaced whole (written beside, then renamed), so a run killed while
 saving keeps the previous one: as NAME.old where it was killed between the
@@ -196,6 +197,33 @@ def settings_differences(recorded: Dict[str, Any], current: Dict[str, Any], pref
     return differences
 
 
+PATH_OVERRIDES = ("paths.", "initialize.vectors", "initialize.init_tok2vec")
+"""The config overrides whose value names a file or folder the run reads (a key in [paths], or one of
+these), besides any whose last part is "path": `overrides_by_contents` records those by contents."""
+
+
+def _names_input(key: str) -> bool:
+    return key.startswith(PATH_OVERRIDES) or key.rsplit(".", 1)[-1] == "path"
+
+
+def overrides_by_contents(overrides: Dict[str, Any], skip: Tuple[str, ...] = ()) -> Dict[str, Any]:
+    """The config overrides as run_settings.json records them: a value of a path setting
+    (`PATH_OVERRIDES`) that names an existing file or folder by its `path_identity`, others as given.
+
+    `--paths.vectors training/static_vectors` recorded as the string alone made a rebuilt vectors
+    folder look like the same run ("nothing to do"); by contents, a changed folder is a changed
+    setting, and the same contents under another spelling of its path are not. Keys in `skip` (those
+    the caller records by contents under names of their own, such as paths.train) stay as given.
+    """
+    recorded: Dict[str, Any] = {}
+    for key, value in overrides.items():
+        if key not in skip and _names_input(key) and isinstance(value, str) and value and Path(value).exists():
+            recorded[key] = path_identity(value)
+        else:
+            recorded[key] = value
+    return recorded
+
+
 def record_settings(output: PathLike, settings: Dict[str, Any]) -> None:
     """Write OUTPUT/run_settings.json: `settings` and the command line that started the run."""
     output = Path(output)
@@ -236,6 +264,23 @@ def keep_finished(output: PathLike, settings: Dict[str, Any], what: str = "run")
         raise SettingsChanged(f"{output} holds a finished {what} made with other settings "
                               f"({'; '.join(differences)}): start it again with --overwrite, or delete {output}")
     return f"{output} has finished with the same settings; nothing to do"
+
+
+def check_unfinished(output: PathLike, settings: Dict[str, Any], what: str = "run") -> None:
+    """Before an unfinished run in OUTPUT is continued with `settings`: raise SettingsChanged, naming each
+    difference and the remedy (--overwrite), when it was started with other settings
+    (its run_settings.json). Nothing is checked where there is no record (a run from before them).
+
+    Continuing would mix two runs: what it trains from then on is not what its record says it is,
+    and the next command refuses its own output as made with other settings.
+    """
+    record = read_record(output)
+    if record is None:
+        return
+    differences = settings_differences(record["settings"], settings)
+    if differences:
+        raise SettingsChanged(f"{output} holds an unfinished {what} started with other settings "
+                              f"({'; '.join(differences)}): start it again with --overwrite, or delete {output}")
 
 
 def finished_run_kept(output: PathLike, settings: Dict[str, Any], overwrite: bool = False) -> Optional[str]:
@@ -521,8 +566,25 @@ def add_resume_options(parser: argparse.ArgumentParser) -> None:
                         help="stop (and save model-last) after this many minutes of training in this session; "
                         f"the exit status is then {EXIT_TIME_BUDGET} (unfinished: --resume continues it)")
     parser.add_argument("--resume", action="store_true", help="continue the interrupted run in OUTPUT_DIR")
-    parser.add_argument("--overwrite", action="store_true",
-                        help="start afresh even where OUTPUT_DIR holds a run, finished or not (it is lost)")
+    add_overwrite_option(parser, "start afresh even where OUTPUT_DIR holds a run, finished or not (it is lost)")
+
+
+def parse_bool(value: str) -> bool:
+    """A command line's true or false (true/false, yes/no, on/off, 1/0, any case), as a workflow's
+    variable spells it (`spacy project run` writes a YAML boolean as "true" or "false")."""
+    word = str(value).strip().lower()
+    if word in ("true", "yes", "on", "1"):
+        return True
+    if word in ("false", "no", "off", "0"):
+        return False
+    raise argparse.ArgumentTypeError(f"expected true or false, not {value!r}")
+
+
+def add_overwrite_option(parser: argparse.ArgumentParser, help: str) -> None:
+    """--overwrite [BOOL]: alone, true; with a value, that value (`--overwrite=false` is as if it were not
+    given), so that a workflow passes a variable to it (project.yml: `--overwrite=${vars.overwrite}`)."""
+    parser.add_argument("--overwrite", nargs="?", const=True, default=False, type=parse_bool, metavar="BOOL",
+                        help=f"{help}; --overwrite=false: as if not given (default: false)")
 
 
 def train_resumable(
@@ -783,5 +845,6 @@ def _truncate_log(path: Path, steps_done: int) -> None:
 
 __all__ = ["train_resumable", "add_resume_options", "read_state", "ResumeError", "ResumeWarning", "stop_on_signals",
            "MODEL_LAST", "MODEL_BEST", "RUN_SETTINGS", "SettingsChanged", "path_identity", "settings_differences",
-           "record_settings", "read_record", "keep_finished", "finished_run_kept", "pipeline_settings", "exit_status",
+           "record_settings", "read_record", "keep_finished", "finished_run_kept", "check_unfinished",
+           "overrides_by_contents", "add_overwrite_option", "parse_bool", "pipeline_settings", "exit_status",
            "EXIT_TIME_BUDGET", "SIGNAL_EXIT", "Tee", "write_wall_time", "read_log", "recover_output"]
