@@ -59,7 +59,7 @@ def main() -> None:
     if not args.train or not args.dev:
         parser.error("--elmo-model pretrained needs --train (the text to pretrain on) and --dev (held-out text)")
 
-    from spacy_elmo.resumable_training import ResumeError, keep_finished, record_settings
+    from spacy_elmo.resumable_training import ResumeError, keep_finished
 
     output = Path(args.output)
     first = output if args.passes == 1 else output.with_name(output.name + "-pass1")
@@ -83,9 +83,10 @@ def main() -> None:
         if run_finished(first):  # the first pass of an unfinished second one: its own settings too
             print(keep_finished(first, first_settings, "first pass"))
         else:
-            if not (first / "checkpoint.pt").exists():  # a fresh run (a resumed one keeps what it started with)
-                record_settings(first, first_settings)
+            start_or_continue(first, first_settings, "first pass" if args.passes > 1 else "pretraining")
             run_pretrain(args.config, first, first_pass + extra)
+        if args.passes > 1:
+            start_or_continue(output, dict(settings, part="final"), "second pass")
     except ResumeError as err:
         sys.exit(str(err))
     if args.passes == 1:
@@ -98,9 +99,19 @@ def main() -> None:
     second_pass = common + ["--paths.init_from", str(start)]
     if table is not None:
         second_pass += ["--paths.softmax_init", str(table), "--model.word_table_trainable", "true"]
-    if not (output / "checkpoint.pt").exists():
-        record_settings(output, dict(settings, part="final"))
     run_pretrain(args.config, output, second_pass + extra)
+
+
+def start_or_continue(output: Path, settings: Dict[str, Any], what: str) -> None:
+    """Record a fresh pass's settings, or check that an unfinished one (its checkpoint) was started
+    with these: continuing it with others would mix two runs, and the next call would refuse its
+    own output (ResumeError naming each difference and --overwrite)."""
+    from spacy_elmo.resumable_training import check_unfinished, record_settings
+
+    if (output / "checkpoint.pt").exists():
+        check_unfinished(output, settings, what)
+    else:
+        record_settings(output, settings)
 
 
 def run_settings(args: argparse.Namespace, extra: List[str], table: Optional[Path]) -> Dict[str, Any]:
