@@ -20,6 +20,7 @@ from spacy_elmo.pretrain.distributed import Dist
 from spacy_elmo.pretrain.shards import ShardedCorpus, Share, plan_shares
 
 from ..pretrain.runs import _overrides
+from ..pretrain.test_shards import four_files  # noqa: F401 (a fixture)
 
 
 def _processes(n_files: int, world: int) -> List[ShardedCorpus]:
@@ -79,17 +80,11 @@ def test_fewer_files_than_processes_give_every_process_as_many_shares():
 
 
 def test_the_trainer_starts_each_epoch_at_another_share_and_resumes_exactly(
-    tiny_config_path, small_corpus, tmp_path
+    tiny_config_path, four_files, tmp_path  # noqa: F811 (four_files: a fixture)
 ):
     """One process, four shares: epoch 1 reads share 1 first; stopped there and resumed, the weights of
     an uninterrupted run."""
-    lines = small_corpus.read_text(encoding="utf-8").splitlines(keepends=True)
-    files = []
-    for i in range(4):
-        path = tmp_path / "text" / f"part{i}.txt"
-        path.parent.mkdir(exist_ok=True)
-        path.write_text("".join(lines[i * 30:(i + 1) * 30]), encoding="utf-8")
-        files.append(path)
+    files = four_files
     common = {"corpus.shard": "files", "model.dropout": 0.1}
 
     def train(out, **extra):
