@@ -280,15 +280,33 @@ def _span_vector(span: Span) -> Optional[numpy.ndarray]:
     return _mean_vector(span.doc, span.start, span.end)
 
 
+def _static_vector(doc: Doc, start: int, end: int):
+    """spaCy's own vector for tokens start..end of a doc that keeps no ELMo: the mean of their static
+    vectors, zeros of the vocab's vector width where there are none (or no tokens). The hooks fall back
+    to it so that `.vector` stays an array (spaCy's `vector_norm` and similarity need one) for a doc
+    whose ELMo is gone: cleared, or kept with store_layers = false and lost by `doc.copy()`."""
+    vocab = doc.vocab
+    if end <= start or vocab.vectors.size == 0:
+        return numpy.zeros((vocab.vectors_length,), dtype=numpy.float32)
+    return sum(vocab.get_vector(doc[i].orth) for i in range(start, end)) / (end - start)
+
+
+def _hook_vector(vector: Optional[numpy.ndarray], doc: Doc, start: int, end: int):
+    return vector if vector is not None else _static_vector(doc, start, end)
+
+
 def set_vector_hooks(doc: Doc) -> None:
-    """Make .vector, .has_vector and .similarity of the doc, its spans and tokens use ELMo."""
-    doc.user_hooks["vector"] = lambda d: d._.elmo_vector
+    """Make .vector, .has_vector and .similarity of the doc, its spans and tokens use ELMo.
+
+    Where the doc keeps no ELMo, `.vector` is spaCy's static-vector one (never None) and
+    `.has_vector` is False."""
+    doc.user_hooks["vector"] = lambda d: _hook_vector(d._.elmo_vector, d, 0, len(d))
     doc.user_hooks["has_vector"] = lambda d: has_elmo(d)
     doc.user_hooks["similarity"] = lambda a, b: _cosine(a._.elmo_vector, _other_vector(b))
-    doc.user_span_hooks["vector"] = lambda s: s._.elmo_vector
+    doc.user_span_hooks["vector"] = lambda s: _hook_vector(s._.elmo_vector, s.doc, s.start, s.end)
     doc.user_span_hooks["has_vector"] = lambda s: has_elmo(s.doc)
     doc.user_span_hooks["similarity"] = lambda a, b: _cosine(a._.elmo_vector, _other_vector(b))
-    doc.user_token_hooks["vector"] = lambda t: t._.elmo_vector
+    doc.user_token_hooks["vector"] = lambda t: _hook_vector(t._.elmo_vector, t.doc, t.i, t.i + 1)
     doc.user_token_hooks["has_vector"] = lambda t: has_elmo(t.doc)
     doc.user_token_hooks["similarity"] = lambda a, b: _cosine(a._.elmo_vector, _other_vector(b))
 
