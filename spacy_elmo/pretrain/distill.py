@@ -131,9 +131,7 @@ class Teacher:
         self.directory = directory
         self.layer = layer % (n_layers + 1)
         _drop_layers_above(self.model, self.layer)
-        # never more than the teacher has positions for
-        positions = getattr(self.model.config, "max_position_embeddings", None) or max_wordpieces
-        self.max_wordpieces = min(max_wordpieces, int(positions))
+        self.max_wordpieces = min(max_wordpieces, usable_positions(self.model, self.tokenizer, max_wordpieces))
         self.chunk_wordpieces = max(1, int(chunk_wordpieces))
         self.dim = int(self.model.config.hidden_size)
         self.device = torch.device(device)
@@ -184,6 +182,22 @@ class Teacher:
                 counts.index_add_(0, where, torch.ones(len(rows), device=self.device))
         mask = counts > 0
         return sums / counts.clamp(min=1)[:, None], mask
+
+
+def usable_positions(model: Any, tokenizer: Any, default: int) -> int:
+    """The most wordpieces (special tokens included) the teacher can read: never more than it
+    has positions for. RoBERTa-style encoders number positions from their padding index + 1,
+    so `max_position_embeddings` = 514 reads 512; a longer input would index past the
+    position table (an IndexError mid-run). The tokenizer's own `model_max_length` bounds
+    it too, where it sets a real one (Hugging Face's "unset" is a huge number)."""
+    usable = int(getattr(model.config, "max_position_embeddings", None) or default)
+    table = getattr(getattr(model, "embeddings", None), "position_embeddings", None)
+    if isinstance(table, nn.Embedding) and table.padding_idx is not None:
+        usable -= int(table.padding_idx) + 1
+    limit = getattr(tokenizer, "model_max_length", None)
+    if isinstance(limit, int) and 0 < limit < 1_000_000:
+        usable = min(usable, limit)
+    return max(1, usable)
 
 
 def teacher_precision(precision: str, device: torch.device) -> str:
@@ -456,7 +470,28 @@ def build_distillation(
     "context"`, the words' means are fitted on `segments()`, the training corpus;
     with `targets = "sentence"`, the first `sentence_skip_frequent` words of
     `frequent` (the run's vocabulary, most frequent first) stay out of the means.
+
+    Built under a forked RNG: loading a teacher (whose classes initialise weights
+    before reading them) and initialising the map draw from torch's global
+    generator, which the LM's dropout also draws from; without the fork, a run
+    with a teacher would drop other units than the same run without one, so that
+    `weight = 0` would not train the model the run without distillation trains.
     """
+    where = torch.device(device)
+    with torch.random.fork_rng(devices=[where.index or 0] if where.type == "cuda" else []):
+        return _build_distillation(lm, settings, mode, device, cache, segments, frequent)
+
+
+def _build_distillation(
+    lm: LanguageModel,
+    settings: Dict[str, Any],
+    mode: str,
+    device: str,
+    cache: Optional[Callable[["Teacher"], Any]],
+    segments: Optional[Callable[[], Iterable[Sequence[str]]]],
+    frequent: Sequence[str],
+) -> Tuple[Any, DistilledLM]:
+    """`build_distillation`'s work, under its forked RNG."""
     if mode != "sentences":
         raise DistillError('[training.distill] needs [training] mode = "sentences" (teacher vectors are per sentence)')
     directory = resolve_teacher(settings["teacher"])
@@ -545,4 +580,5 @@ __all__ = [
     "length_chunks",
     "resolve_teacher",
     "teacher_precision",
+    "usable_positions",
 ]
