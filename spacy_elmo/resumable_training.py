@@ -577,7 +577,10 @@ def parse_bool(value: str) -> bool:
         return True
     if word in ("false", "no", "off", "0"):
         return False
-    raise argparse.ArgumentTypeError(f"expected true or false, not {value!r}")
+    raise argparse.ArgumentTypeError(
+        f"expected true or false, not {value!r} (--overwrite takes an optional value: write it after the "
+        "positional arguments, or as --overwrite=true)"
+    )
 
 
 def add_overwrite_option(parser: argparse.ArgumentParser, help: str) -> None:
