@@ -13,7 +13,6 @@ produce exactly. An OUTPUT that exists and is not empty is refused;
 --overwrite replaces it whole.
 """
 import argparse
-import shutil
 import sys
 from pathlib import Path
 from typing import List, Optional
@@ -25,6 +24,8 @@ from spacy.training import Example
 from wasabi import msg
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+
+from spacy_elmo.resumable_training import clear_output, occupied_output  # noqa: E402
 
 TOKENIZER = "spacy-elmo.TreebankTokenizer.v1"
 
@@ -49,11 +50,9 @@ def main(argv: Optional[List[str]] = None) -> None:
     model, output = args.model.resolve(), args.output.resolve()
     if output == model or output in model.parents:  # --overwrite would delete the pipeline
         msg.fail("the output must be a new directory, not the pipeline itself nor a folder holding it", exits=1)
-    if args.output.exists() and not args.overwrite and (not args.output.is_dir() or any(args.output.iterdir())):
-        # written over, it kept the files of components the copy does not have
-        what = "a folder that is not empty" if args.output.is_dir() else "a file"
-        msg.fail(f"{args.output}: exists and is {what}; pass --overwrite to replace it, or choose another output",
-                 exits=1)
+    occupied = occupied_output(args.output, args.overwrite)
+    if occupied:
+        msg.fail(occupied, exits=1)
 
     from spacy_elmo.pipeline.treebank_tokenizer import TreebankTokenizer, gold_tokens_found
 
@@ -63,10 +62,7 @@ def main(argv: Optional[List[str]] = None) -> None:
     before = Tokenizer(nlp.vocab).from_bytes(tokenizer.to_bytes())  # the pipeline's own, as trained
     train = read_docs(args.train, nlp.vocab)
     tokenizer.initialize(lambda: (Example(nlp.make_doc(doc.text), doc) for doc in train), nlp=nlp)
-    if args.output.is_dir() and not args.output.is_symlink():  # --overwrite: replaced whole
-        shutil.rmtree(args.output)
-    elif args.output.exists() or args.output.is_symlink():
-        args.output.unlink()
+    clear_output(args.output)  # --overwrite: replaced whole
     nlp.to_disk(args.output)
     msg.good(f"Wrote {args.output}: {args.model}'s components with a tokenizer learned from {args.train}")
     for path in args.report:

@@ -18,7 +18,6 @@ An OUT that exists and is not empty is refused; --overwrite replaces it
 whole (the project's `static-vectors` step passes it: it rebuilds).
 """
 import argparse
-import shutil
 import sys
 from pathlib import Path
 from typing import List, Optional
@@ -30,6 +29,7 @@ from wasabi import msg
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from spacy_elmo.pretrain.word_table import write_spacy_vectors  # noqa: E402
+from spacy_elmo.resumable_training import clear_output, occupied_output  # noqa: E402
 
 
 def check_output(output: Path, overwrite: bool, weights: Optional[str]) -> None:
@@ -41,10 +41,9 @@ def check_output(output: Path, overwrite: bool, weights: Optional[str]) -> None:
         model, target = Path(weights).resolve(), output.resolve()
         if target == model or target in model.parents:
             msg.fail(f"{output}: holds the biLM {weights}; choose another output", exits=1)
-    if output.exists() and not overwrite and (not output.is_dir() or any(output.iterdir())):
-        what = "a folder that is not empty" if output.is_dir() else "a file"
-        msg.fail(f"{output}: exists and is {what}; pass --overwrite to replace it, or choose another output",
-                 exits=1)
+    occupied = occupied_output(output, overwrite)
+    if occupied:
+        msg.fail(occupied, exits=1)
 
 
 def check_lang(lang: str) -> None:
@@ -56,14 +55,6 @@ def check_lang(lang: str) -> None:
     except ImportError as err:
         msg.fail(f"--lang {lang}: not a language spaCy has ({' '.join(str(err).split())}); pass a language "
                  "code such as en", exits=1)
-
-
-def remove(output: Path) -> None:
-    """Delete OUTPUT, a folder or a file, where it exists."""
-    if output.is_dir() and not output.is_symlink():
-        shutil.rmtree(output)
-    elif output.exists() or output.is_symlink():
-        output.unlink()
 
 
 def main(argv: Optional[List[str]] = None) -> None:
@@ -103,7 +94,7 @@ def main(argv: Optional[List[str]] = None) -> None:
     words = bilm.word_table_vocab.words
     table: torch.Tensor = bilm.token_encoder.word_table  # type: ignore[assignment]
     vectors = table.detach().float().cpu().numpy()
-    remove(args.output)  # what is there (--overwrite) is replaced whole: no stale component stays
+    clear_output(args.output)  # what is there (--overwrite) is replaced whole: no stale component stays
     n_keys = write_spacy_vectors(args.output, words, vectors, args.lang, lowercase)
     srsly.write_json(args.output / "word_table.json", {
         "model": args.weights or "embedded",

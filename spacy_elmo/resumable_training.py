@@ -590,6 +590,26 @@ def add_overwrite_option(parser: argparse.ArgumentParser, help: str) -> None:
                         help=f"{help}; --overwrite=false: as if not given (default: false)")
 
 
+def occupied_output(output: PathLike, overwrite: bool) -> Optional[str]:
+    """Why a script that writes a whole folder may not write OUTPUT (None: it may): OUTPUT exists and
+    is a file or a folder that is not empty, and `overwrite` was not given. Written over, such a
+    folder kept the files (components) of what it held beside the new ones."""
+    output = Path(output)
+    if overwrite or not output.exists() or (output.is_dir() and not any(output.iterdir())):
+        return None
+    what = "a folder that is not empty" if output.is_dir() else "a file"
+    return f"{output}: exists and is {what}; pass --overwrite to replace it, or choose another output"
+
+
+def clear_output(output: PathLike) -> None:
+    """Delete OUTPUT, a folder or a file, where it exists: what --overwrite replaces whole."""
+    output = Path(output)
+    if output.is_dir() and not output.is_symlink():
+        shutil.rmtree(output)
+    elif output.exists() or output.is_symlink():
+        output.unlink()
+
+
 def train_resumable(
     nlp,
     output: Path,
@@ -849,5 +869,6 @@ def _truncate_log(path: Path, steps_done: int) -> None:
 __all__ = ["train_resumable", "add_resume_options", "read_state", "ResumeError", "ResumeWarning", "stop_on_signals",
            "MODEL_LAST", "MODEL_BEST", "RUN_SETTINGS", "SettingsChanged", "path_identity", "settings_differences",
            "record_settings", "read_record", "keep_finished", "finished_run_kept", "check_unfinished",
-           "overrides_by_contents", "add_overwrite_option", "parse_bool", "pipeline_settings", "exit_status",
+           "overrides_by_contents", "add_overwrite_option", "occupied_output", "clear_output", "parse_bool",
+           "pipeline_settings", "exit_status",
            "EXIT_TIME_BUDGET", "SIGNAL_EXIT", "Tee", "write_wall_time", "read_log", "recover_output"]
