@@ -205,8 +205,10 @@ def wait_for_every_shard() -> None:
     done, and wait at a barrier until every process's is, for up to `SHARD_WAIT`."""
     import torch.distributed as dist
 
+    from ..pretrain.distributed import join_process_group
+
     if not dist.is_initialized():
-        dist.init_process_group("gloo", timeout=SHARD_WAIT)
+        join_process_group("gloo", timeout=SHARD_WAIT)
     dist.barrier()
 
 
@@ -239,17 +241,15 @@ def _check_sharded_output(output_path: str, join_target: bool, overwrite: bool, 
     it: an output at a URL (the shards are joined into one local file), and under torchrun
     (`join_target`: process 0 joins the shards into OUTPUT) an existing OUTPUT or OUTPUT.partial
     without --overwrite or --resume, which the join would refuse once every shard was embedded."""
-    from ..embedding.dump import DumpError, check_join_target
-    from ..embedding.inputs import is_url, local_path
+    from ..embedding.dump import DumpError, check_join_target, check_sharded_hdf5_output
+    from ..embedding.inputs import local_path
 
-    if is_url(output_path):
-        fail(f"{output_path}: a sharded HDF5 output (--shard or torchrun) must be a local path, as its shards are "
-             "joined into one local file: write it locally and copy it there, or use --format parquet")
-    if join_target:
-        try:
+    try:
+        check_sharded_hdf5_output(output_path)
+        if join_target:
             check_join_target(Path(local_path(output_path)), overwrite=overwrite or resume)
-        except DumpError as err:
-            fail(str(err))
+    except DumpError as err:
+        fail(str(err))
 
 
 def _check_options(

@@ -18,6 +18,7 @@ import hashlib
 import json
 import os
 from dataclasses import dataclass, field
+from datetime import timedelta
 from pathlib import Path
 from typing import List, Optional
 
@@ -153,11 +154,31 @@ def init_distributed(device: Optional[str] = None) -> Dist:
     if chosen.type == "cuda":
         torch.cuda.set_device(chosen)  # before any collective: NCCL uses the current device
     if not dist.is_initialized():
-        dist.init_process_group(backend=backend_for(chosen))
+        join_process_group(backend_for(chosen))
     return Dist(rank=rank, world_size=world_size, local_rank=local_rank, device=chosen)
 
 
+def join_process_group(backend: str, timeout: Optional[timedelta] = None) -> None:
+    """`dist.init_process_group`, arranged so that `destroy_process_group` really destroys the group.
+
+    torch.distributed.nn, which DistributedDataParallel imports, binds the default group as the
+    default argument of its functions when it is first imported. Imported after the group exists,
+    it holds the group for the life of the interpreter, so the group (and gloo's worker threads)
+    outlived `destroy_process_group` and was torn down during interpreter shutdown, where a worker
+    thread that still released a collective's tensor aborted the process ("terminate called
+    without an active exception", SIGABRT) after a finished run. Imported first, it binds None."""
+    import torch.distributed.nn  # noqa: F401  (before the group exists: see above)
+
+    if timeout is None:
+        dist.init_process_group(backend=backend)
+    else:
+        dist.init_process_group(backend=backend, timeout=timeout)
+
+
 def shutdown(state: Dist) -> None:
+    """Leave the process group. Nothing in this package holds the group afterwards (the trainer
+    unwraps its DistributedDataParallel first), so its threads stop here, while the interpreter
+    is whole, not during its shutdown."""
     if state.enabled and dist.is_initialized():
         dist.destroy_process_group()
 

@@ -259,7 +259,7 @@ class Trainer:
                 final_metrics, replicas = self._finish()
         finally:
             self.bar.close()
-            shutdown(self.dist)
+            self._leave_group()
         return {
             "step": self.position.step,
             "epoch": self.position.epoch,
@@ -768,6 +768,13 @@ class Trainer:
         # in gloo's teardown (tests/pretrain/test_shards.py::test_resume_two_processes_on_one exercises this)
         self.dist.barrier()
         return final_metrics, replicas
+
+    def _leave_group(self) -> None:
+        """Drop the DistributedDataParallel wrapper, which holds the process group, then leave the
+        group: it is destroyed now, not during interpreter shutdown (see distributed.join_process_group)."""
+        if isinstance(self.model, torch.nn.parallel.DistributedDataParallel):
+            self.model = self.model.module
+        shutdown(self.dist)
 
     def save_model(self, path: Path, metrics: Optional[Dict[str, float]], finished: bool = False) -> None:
         """The biLM with its softmax and vocabulary, in the native format, with the run's provenance.

@@ -3,10 +3,12 @@ another number of processes (two gloo processes started by torch.multiprocessing
 import json
 import os
 import socket
+import weakref
 from pathlib import Path
 
 import pytest
 import torch
+import torch.distributed as dist
 import torch.multiprocessing as mp
 
 from spacy_elmo.bilm.vocab import Vocabulary
@@ -53,9 +55,11 @@ def _rank_main(rank, world, port, config_path, overrides, out_dir, report_dir, r
 
     text_corpus.open_text = recording
     trainer = Trainer(load_config(config_path, overrides), out_dir, device="cpu", progress=False)
+    group = weakref.ref(dist.group.WORLD)
     result = trainer.run(resume=resume)
     report = {"opened": sorted(opened), "vocab": trainer.vocab.words, "step": result["step"],
-              "tokens": result["tokens"], "checksums": result["replica_checksums"]}
+              "tokens": result["tokens"], "checksums": result["replica_checksums"],
+              "group_released": group() is None}
     Path(report_dir, f"rank{rank}.json").write_text(json.dumps(report))
 
 
