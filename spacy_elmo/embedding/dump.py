@@ -692,6 +692,15 @@ def check_hdf5_output(output: PathLike) -> None:
     refuse_directory(path, HDF5_IS_A_FILE)
 
 
+def check_sharded_hdf5_output(output: PathLike) -> None:
+    """Refuse a sharded HDF5 run's OUTPUT at a URL, before any work: its shards are joined into one
+    local file (`join_shards`), so shards uploaded next to a URL could never be joined."""
+    if is_url(str(output)):
+        raise DumpError(f"{output}: a sharded HDF5 output (--shard or torchrun) must be a local path, as its "
+                        "shards are joined into one local file: write it locally and copy it there, or use "
+                        "--format parquet")
+
+
 def stopped_note(output_path: PathLike, output_format: str = "hdf5", shard: Tuple[int, int] = (0, 1)) -> str:
     """What a stopped run (an interrupt, a full disk) left for `--resume`, as one sentence for the command line."""
     if output_format == "parquet":
@@ -745,6 +754,8 @@ def embed_file(
     """
     layers, layer_weights = layer_settings(layers, layer_weights, mix)
     check_layers(layers, layer_weights, model.n_layers, model.width)
+    if output_format == "hdf5" and shard[1] > 1:
+        check_sharded_hdf5_output(output_path)
     plan = plan_inputs(input_path, input_format, shard, encoding_errors, lang, pipeline)
     output = str(output_path)
     if output_format == "hdf5" and not is_url(output):
