@@ -47,14 +47,12 @@ def check_output(output: Path, overwrite: bool, weights: Optional[str]) -> None:
 
 
 def check_lang(lang: str) -> None:
-    """Exit with one line where spaCy has no language `lang` (its E048), before the biLM is loaded."""
-    from spacy.util import get_lang_class
+    """Exit with one line where spaCy has no language `lang`, before the biLM is loaded."""
+    from spacy_elmo.cli._util import spacy_lang_problem
 
-    try:
-        get_lang_class(lang)
-    except ImportError as err:
-        msg.fail(f"--lang {lang}: not a language spaCy has ({' '.join(str(err).split())}); pass a language "
-                 "code such as en", exits=1)
+    problem = spacy_lang_problem(lang)
+    if problem:
+        msg.fail(problem, exits=1)
 
 
 def main(argv: Optional[List[str]] = None) -> None:

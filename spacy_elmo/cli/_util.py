@@ -68,21 +68,28 @@ def check_at_least(option: str, value: Optional[float], minimum: float, meaning:
         fail(f"{option} must be {minimum} or more{extra}, got {value}")
 
 
-def check_spacy_lang_or_fail(lang: str) -> None:
-    """Exit with one message if spaCy has no language `lang` (spacy.blank(lang) would fail).
+def spacy_lang_problem(lang: str) -> Optional[str]:
+    """The one-line reason spaCy has no language `lang` (spacy.blank(lang) would fail), or None.
 
-    The same message as `embed --lang` gives; checked before any work so that a typo costs
-    nothing. Without spaCy installed nothing is checked: the command says so itself when it
-    needs spaCy.
-    """
+    Without spaCy installed nothing is checked (None): the command says so itself when it needs
+    spaCy. Commands (`check_spacy_lang_or_fail`) and the project's argparse scripts give this line."""
     try:
         from spacy.util import get_lang_class
     except ImportError:
-        return
+        return None
     try:
         get_lang_class(lang)
     except (ImportError, KeyError, ValueError) as err:
-        fail(f"--lang {lang}: no such spaCy language ({err})")
+        return f"--lang {lang}: no such spaCy language ({' '.join(str(err).split())})"
+    return None
+
+
+def check_spacy_lang_or_fail(lang: str) -> None:
+    """Exit with one message if spaCy has no language `lang`: checked before any work so that a
+    typo costs nothing (the same message as `embed --lang` gives)."""
+    problem = spacy_lang_problem(lang)
+    if problem:
+        fail(problem)
 
 
 def pick_device(gpu_id: int) -> str:

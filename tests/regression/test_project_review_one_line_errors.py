@@ -50,7 +50,7 @@ def test_static_vectors_names_a_language_spacy_lacks(capsys, tmp_path, monkeypat
     monkeypatch.setattr(spacy_elmo.io, "load_model", not_loaded)
     assert _exit(lambda: static_vectors.main([str(tmp_path / "out"), "--lang", "zz"])) == 1
     out = _flat(capsys.readouterr().out)
-    assert "--lang zz: not a language spaCy has ([E048]" in out and "Traceback" not in out
+    assert "--lang zz: no such spaCy language ([E048]" in out and "Traceback" not in out
     assert not (tmp_path / "out").exists()
 
 
