@@ -234,7 +234,7 @@ class DistillSchema(BaseModel):
     context_min_count: int = Field(ge=1)
     sentence_skip_frequent: int = Field(ge=0)
     teacher_layer: int
-    max_wordpieces: int = Field(ge=2)
+    max_wordpieces: int = Field(ge=3, description="the teacher's two special wordpieces and a word's")
     chunk_wordpieces: int = Field(ge=1)
     teacher_precision: Literal["auto", "bfloat16", "float32"]
     cache: Optional[str]
@@ -365,13 +365,22 @@ def _parse_override_args(args: List[str], source: str) -> Dict[str, Any]:
 
 
 def _describe(error: Dict[str, Any], config: Config) -> str:
-    """One validation error as the user's setting and what it must be."""
+    """One validation error as the user's setting and what it must be. Subsections
+    (`[training.distill] max_wordpieces`) are named as the config file names them."""
     loc = tuple(str(part) for part in error.get("loc", ()))
     if len(loc) < 2:
         return f"[{'.'.join(loc)}]: {error.get('msg')}"
-    section, key = loc[0], loc[1]
-    value = config.get(section, {}).get(key)
-    field = SECTIONS[section].model_fields.get(key) if section in SECTIONS else None
+    schema: Any = SECTIONS.get(loc[0])
+    values: Any = config.get(loc[0], {})
+    depth = 1  # loc[:depth] names the (sub)section, loc[depth] the setting
+    while depth < len(loc) - 1 and schema is not None:
+        inner = getattr(schema.model_fields.get(loc[depth]), "annotation", None)
+        if not (isinstance(inner, type) and issubclass(inner, BaseModel)):
+            break
+        schema, values, depth = inner, (values or {}).get(loc[depth], {}), depth + 1
+    section, key = ".".join(loc[:depth]), loc[depth]
+    value = values.get(key) if isinstance(values, dict) else None
+    field = schema.model_fields.get(key) if schema is not None else None
     annotation = getattr(field, "annotation", None)
     if typing.get_origin(annotation) is Literal:
         return f"[{section}] {key} = {value!r}; choose one of {typing.get_args(annotation)}"
