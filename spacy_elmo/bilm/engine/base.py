@@ -68,7 +68,7 @@ class Engine:
 
     def __init__(self, setting: Optional[str] = None) -> None:
         self.setting = setting or self.name
-        self._kept: Dict[Tuple[int, str], Tuple[WeightsKey, Any]] = {}
+        self._kept: Dict[Tuple[int, str, torch.dtype, torch.device], Tuple[WeightsKey, Any]] = {}
 
     def __repr__(self) -> str:
         return f"{type(self).__name__}(setting={self.setting!r})"
@@ -128,15 +128,18 @@ class Engine:
         """`prepare(W_ih, W_hh, bias, W_proj)` of one layer, kept between calls for layers of at most
         KEPT_WEIGHTS_MAX_BYTES (larger ones are prepared per call: a kept copy
         would double their memory). The key is the parameters' identity and
-        version, the inputs' dtype and device, and `kind` (what was prepared)."""
+        version, the inputs' dtype and device, and `kind` (what was prepared).
+        One copy is kept per layer, kind, dtype and device, so that calls in two
+        precisions (float32 and bfloat16 batches in turn) do not prepare anew each time."""
         params = stack.layer_parameters(layer)
         key = WeightsKey(params, like.dtype, like.device, kind)
-        kept = self._kept.get((layer, kind))
+        slot = (layer, kind, like.dtype, like.device)
+        kept = self._kept.get(slot)
         if kept is not None and kept[0] == key:
             return kept[1]
         prepared = prepare(*(p.detach().to(like.dtype) for p in params))
         if sum(p.numel() * p.element_size() for p in params) <= KEPT_WEIGHTS_MAX_BYTES:
-            self._kept[(layer, kind)] = (key, prepared)
+            self._kept[slot] = (key, prepared)
         return prepared
 
     def clear(self) -> None:

@@ -17,7 +17,7 @@ def _stack(*args, **kwargs):
 
 def _kept(stack, layer):
     """What the engine keeps for one layer (None where it keeps nothing)."""
-    found = [prepared for (kept_layer, _), (_, prepared) in stack.engine._kept.items() if kept_layer == layer]
+    found = [prepared for (kept_layer, *_), (_, prepared) in stack.engine._kept.items() if kept_layer == layer]
     return found[0] if found else None
 
 
