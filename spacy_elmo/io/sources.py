@@ -164,8 +164,13 @@ def resolve_source(
     root = Path(cache).expanduser() if cache is not None else cache_dir()
     target = root / "models" / cache_key(parsed)
     if _complete(target) and not refresh:
-        check_entry(target, parsed.label)
-        return target
+        try:
+            check_entry(target, parsed.label)
+            return target
+        except WeightsError:
+            # perhaps `download --force` is replacing the entry this moment (its files move aside
+            # while the new ones go in, under the entry's lock): look again once the lock is free
+            pass
     with _entry_lock(target, parsed.label):
         if _complete(target) and not refresh:
             check_entry(target, parsed.label)
