@@ -44,12 +44,13 @@ class SameWordSimilarity:
             raise ValueError("similarity_bank must be 0 or more")
         self.capacity, self.partners, self.temperature = int(bank_tokens), int(partners), float(temperature)
         self.skip_words = frozenset(w.lower() for w in skip_words)
-        self.word_ids: Dict[str, int] = {}
         self.features: Optional[torch.Tensor] = None  # (capacity, width), unit rows
         self.targets: Optional[torch.Tensor] = None  # (capacity, dim), unit rows
-        self.slot_word = [-1] * self.capacity
+        # the bank's bookkeeping is keyed by the lower-cased word itself, so it holds only the
+        # words now in the bank (ids given to every word ever seen grew with the corpus's vocabulary)
+        self.slot_word: List[Optional[str]] = [None] * self.capacity
         self.slot_sentence = [-1] * self.capacity
-        self.slots_of: Dict[int, Deque[int]] = {}  # word id -> its slots, oldest first
+        self.slots_of: Dict[str, Deque[int]] = {}  # word -> its slots, oldest first
         self.next_slot = 0
         self.sentences_seen = 0
 
@@ -72,7 +73,7 @@ class SameWordSimilarity:
                 index = torch.tensor(taking, dtype=torch.long, device=features.device)
                 features, targets = features[index], targets.to(features.device)[index]
                 words, keys = [words[i] for i in taking], [keys[i] for i in taking]
-        ids = [self.word_ids.setdefault(w.lower(), len(self.word_ids)) for w in words]
+        ids = [w.lower() for w in words]
         unit_h = nn.functional.normalize(features, dim=-1)
         unit_t = nn.functional.normalize(targets.to(features.device, features.dtype), dim=-1)
         anchors, from_bank, rows = self._partners(ids, keys)
@@ -103,12 +104,12 @@ class SameWordSimilarity:
         self.sentences_seen = next_sentence
         return loss
 
-    def _partners(self, ids: List[int], keys: List[int]) -> Tuple[List[int], List[List[bool]], List[List[int]]]:
+    def _partners(self, ids: List[str], keys: List[int]) -> Tuple[List[int], List[List[bool]], List[List[int]]]:
         """The anchors (batch rows with at least two partners) and, for each, whether each partner
         is in the bank and its row there or in the batch (padded with -1): the word's other
         occurrences in the batch first, then its most recent ones in the bank; never its own
         sentence."""
-        in_batch: Dict[int, List[int]] = {}
+        in_batch: Dict[str, List[int]] = {}
         for row, word in enumerate(ids):
             in_batch.setdefault(word, []).append(row)
         anchors: List[int] = []
@@ -133,7 +134,7 @@ class SameWordSimilarity:
                     partner_rows.append(found + [-1] * pad)
         return anchors, from_bank, partner_rows
 
-    def _push(self, unit_h: torch.Tensor, unit_t: torch.Tensor, ids: List[int], keys: List[int]) -> None:
+    def _push(self, unit_h: torch.Tensor, unit_t: torch.Tensor, ids: List[str], keys: List[int]) -> None:
         """Write the batch's occurrences into the bank's oldest slots (its last `capacity` ones,
         where the batch is larger than the bank)."""
         if self.capacity == 0:
@@ -147,7 +148,7 @@ class SameWordSimilarity:
         for row in range(first, len(ids)):
             slot = self.next_slot
             old = self.slot_word[slot]
-            if old >= 0:
+            if old is not None:
                 self.slots_of[old].popleft()  # slots are written in order: it is its word's oldest
                 if not self.slots_of[old]:
                     del self.slots_of[old]

@@ -38,8 +38,7 @@ def test_the_loss_is_zero_where_the_layers_cosines_are_the_targets_and_positive_
 def test_only_a_words_occurrences_in_other_sentences_are_compared_and_only_the_anchor_learns():
     words, sentences = _batch_of(SENTENCES)
     loss = SameWordSimilarity(bank_tokens=0, partners=4)
-    anchors, from_bank, rows = loss._partners(
-        [loss.word_ids.setdefault(w.lower(), len(loss.word_ids)) for w in words], sentences)
+    anchors, from_bank, rows = loss._partners([w.lower() for w in words], sentences)
     by_word = {words[a].lower() for a in anchors}
     assert by_word == {"bank", "the"}  # "the" four times in three sentences; "river" has one partner only
     for anchor, partners in zip(anchors, rows):
@@ -58,22 +57,21 @@ def test_the_bank_gives_partners_from_earlier_batches_and_forgets_its_oldest():
     words, sentences = _batch_of(first)
     features = torch.randn(4, 5, generator=torch.Generator().manual_seed(3))
     assert float(loss(features, features, words, sentences)) == 0.0  # one partner each: nothing to rank
-    assert loss.slots_of[loss.word_ids["bank"]] == deque_of(0, 2)
+    assert loss.slots_of["bank"] == deque_of(0, 2)
     words, sentences = _batch_of([["bank", "z", "w"]])  # alone in its batch, two partners in the bank
-    anchors, from_bank, rows = loss._partners([loss.word_ids.setdefault(w, len(loss.word_ids)) for w in words],
-                                              [k + loss.sentences_seen for k in sentences])
+    anchors, from_bank, rows = loss._partners(words, [k + loss.sentences_seen for k in sentences])
     assert anchors == [0] and from_bank == [[True, True, False]] and rows == [[2, 0, -1]]  # most recent first
     loss(torch.randn(3, 5), torch.randn(3, 5), words, sentences)
     # six slots: the second batch's last token overwrote the first batch's first "bank"
-    assert loss.slots_of[loss.word_ids["bank"]] == deque_of(2, 4)
-    assert loss.slot_word[0] == loss.word_ids["w"] and loss.sentences_seen == 3
+    assert loss.slots_of["bank"] == deque_of(2, 4)
+    assert loss.slot_word[0] == "w" and loss.sentences_seen == 3
     loss(torch.randn(1, 5), torch.randn(1, 5), ["v"], [0])
-    assert loss.word_ids["x"] not in loss.slots_of and loss.slot_word[1] == loss.word_ids["v"]
+    assert "x" not in loss.slots_of and loss.slot_word[1] == "v"
     # a batch larger than the bank keeps its last tokens
     many = [[f"w{i}"] for i in range(10)]
     words, sentences = _batch_of(many)
     loss(torch.randn(10, 5), torch.randn(10, 5), words, sentences)
-    assert sorted(loss.slot_word) == sorted(loss.word_ids[f"w{i}"] for i in range(4, 10))
+    assert sorted(loss.slot_word) == sorted(f"w{i}" for i in range(4, 10))
     numpy.testing.assert_equal(sum(len(d) for d in loss.slots_of.values()), 6)
 
 
