@@ -11,6 +11,7 @@ import codecs
 import gzip
 import re
 import zlib
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Iterator, List, Optional, Tuple, Union
 
@@ -165,41 +166,128 @@ def _conllu_sentences(text: str, limit: int = 0) -> Tuple[List[str], List[List[s
     return lines, sentences
 
 
-_CONLLU_ID = re.compile(r"^(\d+|\d+-\d+|\d+\.\d+)$")
+_CONLLU_ID = re.compile(r"^(\d+|\d+-\d+|\d+\.\d+)$", re.ASCII)
+
+
+@dataclass
+class _SentenceIds:
+    """What the check has seen of one sentence's token IDs: word IDs run 1, 2, 3, ...; a multi-word
+    token range `a-b` starts at the next word ID; empty nodes `n.1`, `n.2`, ... follow word n."""
+
+    words: int = 0  # the last word ID (the sentence's words so far)
+    empty: int = 0  # the last empty node's number after word `words`
+    range_id: str = ""  # the last multi-word token range, its last word and its line
+    range_end: int = 0
+    range_line: int = 0
 
 
 def check_conllu(text: str, path: PathLike, check_heads: bool = True) -> None:
-    """Every token line has CoNLL-U's 10 columns and a token ID, and (`check_heads`) every head is a number
-    pointing inside its sentence; the first line that breaks this is a CorpusError. Readers that
-    take only the word forms (embedding) pass check_heads=False: unparsed text has "_" heads."""
+    """Every token line has CoNLL-U's 10 columns, a token ID in order (word IDs 1, 2, 3, ... within
+    a sentence) and a form, and (`check_heads`) every head is a number pointing inside its sentence;
+    the first line that breaks this is a CorpusError. Readers that take only the word forms
+    (embedding) pass check_heads=False: unparsed text has "_" heads. The order of IDs is what shows
+    a missing blank line: spaCy's converter would take two sentences for one broken tree."""
+    ids = _SentenceIds()
     heads: List[Tuple[int, int]] = []  # (line number, head) of the sentence's words
-    words = 0
     lines = _lines(text)
     for number, line in enumerate(lines + [""], 1):
         if not line.strip():
-            for at, head in heads:
-                if head > words:
-                    raise CorpusError(
-                        f"{path}: line {at}: head {head} points past the sentence's {words} words "
-                        "(a truncated file?)"
-                    )
-            heads, words = [], 0
+            _check_sentence_end(ids, heads, path)
+            ids, heads = _SentenceIds(), []
             continue
         if line.startswith("#"):
             continue
-        columns = line.split("\t")
-        if len(columns) != 10:
+        columns = _token_columns(line, number, number == len(lines), path)
+        _check_token_id(columns[0], ids, path, number)
+        if not columns[1].strip():
+            raise CorpusError(f"{path}: line {number}: the form (column 2) is empty")
+        if check_heads and columns[0].isdigit():
+            heads.append((number, _head(columns[6], f"{path}: line {number}")))
+
+
+def _token_columns(line: str, number: int, last: bool, path: PathLike) -> List[str]:
+    """The 10 columns of a token line whose first is a token ID; a CorpusError for anything else
+    (fewer columns on the file's `last` line hint at a truncated file)."""
+    columns = line.split("\t")
+    if len(columns) != 10:
+        raise CorpusError(
+            f"{path}: line {number}: expected 10 tab-separated columns (CoNLL-U), found {len(columns)}"
+            + (" (a truncated file?)" if last else "")
+        )
+    if not _CONLLU_ID.match(columns[0]):
+        raise CorpusError(f"{path}: line {number}: {columns[0]!r} is not a CoNLL-U token ID")
+    return columns
+
+
+def _check_token_id(token_id: str, ids: _SentenceIds, path: PathLike, number: int) -> None:
+    """A CorpusError naming the file and line `number` for a token ID out of order in its sentence;
+    `ids` takes it in. `token_id` matches `_CONLLU_ID`."""
+    where = f"{path}: line {number}"
+    if "-" in token_id:
+        _check_range(token_id, ids, where)
+        ids.range_line = number
+    elif "." in token_id:
+        _check_empty_node(token_id, ids, where)
+    else:
+        _check_word_id(int(token_id), ids, where)
+
+
+def _check_word_id(word_id: int, ids: _SentenceIds, where: str) -> None:
+    """Word IDs run 1, 2, 3, ...: one that starts again at 1 is most likely a second sentence
+    without the blank line before it."""
+    expected = ids.words + 1
+    if word_id != expected:
+        if ids.words == 0:
+            raise CorpusError(f"{where}: word ID {word_id}: expected 1 (word IDs run 1, 2, 3, ... within a sentence)")
+        if word_id == 1:
+            raise CorpusError(f"{where}: word ID 1 follows word {ids.words}: missing blank line between sentences?")
+        raise CorpusError(f"{where}: word ID {word_id} follows word {ids.words}: expected {expected}")
+    ids.words, ids.empty = word_id, 0
+
+
+def _check_range(token_id: str, ids: _SentenceIds, where: str) -> None:
+    """A multi-word token range `a-b` starts at the next word ID, spans two words or more, and
+    does not overlap the range before it."""
+    first, last = (int(part) for part in token_id.split("-"))
+    if first != ids.words + 1:
+        raise CorpusError(f"{where}: range {token_id}: expected one starting at {ids.words + 1} (the next word ID)")
+    if last <= first:
+        raise CorpusError(f"{where}: range {token_id} does not end after it starts")
+    if ids.range_end > ids.words:
+        raise CorpusError(f"{where}: range {token_id} overlaps the range {ids.range_id} on line {ids.range_line}")
+    ids.range_id, ids.range_end = token_id, last
+
+
+def _check_empty_node(token_id: str, ids: _SentenceIds, where: str) -> None:
+    """Empty nodes `n.1`, `n.2`, ... follow word n (`0.1` comes before the first word)."""
+    word, node = (int(part) for part in token_id.split("."))
+    if word != ids.words or node != ids.empty + 1:
+        raise CorpusError(
+            f"{where}: empty node {token_id} follows word {ids.words}: expected {ids.words}.{ids.empty + 1}"
+        )
+    ids.empty = node
+
+
+def _head(value: str, where: str) -> int:
+    """A HEAD column's number; ASCII digits only (`"²".isdigit()` is true, but `int("²")` raises)."""
+    if not (value.isascii() and value.isdecimal()):
+        raise CorpusError(f"{where}: head {value!r} is not a number")
+    return int(value)
+
+
+def _check_sentence_end(ids: _SentenceIds, heads: List[Tuple[int, int]], path: PathLike) -> None:
+    """At a sentence's end, every head points at one of its words and its last range's words are all
+    there; a CorpusError naming the line that points past the end (a truncated file, most likely)."""
+    for at, head in heads:
+        if head > ids.words:
             raise CorpusError(
-                f"{path}: line {number}: expected 10 tab-separated columns (CoNLL-U), found {len(columns)}"
-                + (" (a truncated file?)" if number == len(lines) else "")
+                f"{path}: line {at}: head {head} points past the sentence's {ids.words} words (a truncated file?)"
             )
-        if not _CONLLU_ID.match(columns[0]):
-            raise CorpusError(f"{path}: line {number}: {columns[0]!r} is not a CoNLL-U token ID")
-        if columns[0].isdigit() and check_heads:
-            words += 1
-            if not columns[6].isdigit():
-                raise CorpusError(f"{path}: line {number}: head {columns[6]!r} is not a number")
-            heads.append((number, int(columns[6])))
+    if ids.range_end > ids.words:
+        raise CorpusError(
+            f"{path}: line {ids.range_line}: range {ids.range_id} ends past the sentence's {ids.words} words "
+            "(a truncated file?)"
+        )
 
 
 _IOB2_TAG = re.compile(r"^(O|[BI]-\S+)$")
@@ -246,15 +334,16 @@ def uner_docs(path: PathLike, n_sents: int = 10, limit: int = 0, vocab: Optional
     for start in range(0, len(sentences), n_sents):
         group = sentences[start : start + n_sents]
         words = [w for ws, _ in group for w in ws]
-        tags = [t for _, ts in group for t in ts]
+        # repaired sentence by sentence: an entity never spans two gold sentences, whatever n_sents is
+        tags = [t for _, ts in group for t in _repair_iob(ts)]
         sent_starts: List[Union[bool, int, None]] = [i == 0 for ws, _ in group for i in range(len(ws))]
-        tags = _repair_iob(tags)
         docs.append(Doc(vocab, words=words, ents=tags, sent_starts=sent_starts))
     return docs
 
 
 def _repair_iob(tags: List[str]) -> List[str]:
-    """An I- tag that does not continue an entity of its type starts one."""
+    """One sentence's tags, where an I- tag that does not continue an entity of its type starts one
+    (spaCy refuses an I- without a B- before it)."""
     fixed = []
     previous = "O"
     for tag in tags:
