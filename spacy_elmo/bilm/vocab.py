@@ -46,8 +46,10 @@ class Vocabulary:
 
     @classmethod
     def from_file(cls, path: Union[str, Path]) -> "Vocabulary":
+        """The vocabulary of a file of one word a line. Read as utf-8-sig: a byte-order mark an
+        editor wrote was kept on the first word, which then was an unknown word, silently."""
         path = Path(path)
-        words = [w.strip() for w in path.read_text(encoding="utf-8").split("\n") if w.strip()]
+        words = [w.strip() for w in path.read_text(encoding="utf-8-sig").split("\n") if w.strip()]
         try:
             return cls(words)
         except ValueError as err:

@@ -15,6 +15,7 @@ Layers come out as [forward old; forward new; backward old; backward new]:
 `old_dims` gives where the old model's dimensions sit in the new layers.
 The widened biLM is on the trained one's device, in its dtype.
 """
+import math
 from dataclasses import replace
 from typing import List
 
@@ -28,6 +29,7 @@ from .token_encoder import CharCNNEncoder
 def widen_projection(bilm: BiLM, projection_dim: int, scale: float = 0.1, seed: int = 0) -> BiLM:
     """A new biLM with `projection_dim` outputs per direction, computing what `bilm` does in its
     old dimensions and zeros in the new ones (until trained). `bilm` is left unchanged."""
+    _check_scale(scale)
     old = bilm.config.projection_dim
     if projection_dim <= old:
         raise ValueError(f"projection_dim {projection_dim} must be larger than the model's {old}")
@@ -73,6 +75,13 @@ def widen_projection(bilm: BiLM, projection_dim: int, scale: float = 0.1, seed: 
         wide.load_state_dict(target)
     wide.train(bilm.training)
     return wide
+
+
+def _check_scale(scale: float) -> None:
+    """Raise ValueError unless `scale` is a finite number >= 0, before a biLM is built: a negative
+    one failed in torch's uniform_ ("expects from <= to") and a NaN one too, as RuntimeErrors."""
+    if not math.isfinite(scale) or scale < 0:
+        raise ValueError(f"scale must be a finite number >= 0, got {scale}")
 
 
 def _float_dtype(bilm: BiLM) -> torch.dtype:

@@ -69,6 +69,46 @@ def use_gpu(gpu_id: int) -> None:
         fail(f"--gpu-id {gpu_id}: spaCy cannot use the GPU ({err})")
 
 
+def check_data(data_path: Path) -> None:
+    """Exit with one message if DATA_PATH is not named *.spacy, before the pipeline is loaded.
+
+    spaCy's Corpus reads only files so named: a DocBin called dev.bin was read as nothing and
+    reported as "no documents", which sent the user looking for a fault in a good file.
+    """
+    if data_path.suffix != ".spacy":
+        fail(f"{data_path}: not named *.spacy, and spaCy reads gold data only from .spacy files; rename it if it "
+             "is a DocBin, or convert it first (python -m spacy_elmo corpus ud FILE.conllu OUT.spacy)")
+
+
+def load_pipeline(model: str) -> "Language":
+    """spacy.load(model), or exit with one line naming the pipeline and why it cannot be loaded.
+
+    Not only a missing directory (OSError): a config.cfg that does not parse (confection's
+    ValueError), a component file cut short ("Unpack failed", a ValueError) and a `lang` spaCy
+    lacks (E048, an ImportError) were tracebacks.
+    """
+    import spacy
+
+    try:
+        return spacy.load(model)
+    except (OSError, ValueError, ImportError) as err:
+        fail(f"{model}: cannot load the pipeline ({' '.join(str(err).split())})")
+
+
+def check_scored(scores: Dict[str, Any], nlp: "Language", data_path: Path) -> None:
+    """Exit with one message if the pipeline's components scored nothing: DATA_PATH has no gold
+    annotation for any of them (NER-only docs on a tagger, say).
+
+    The tokenizer's scores and the speed are there whatever the data holds, so they do not count;
+    the table showed the speed alone, the status was 0 and the JSON's scores were all null.
+    """
+    scored = [v for k, v in scores.items()
+              if k != "speed" and not k.startswith("token_") and (v is None or isinstance(v, (int, float)))]
+    if scored and all(v is None for v in scored):
+        names = ", ".join(name for name, component in nlp.pipeline if hasattr(component, "score"))
+        fail(f"{data_path}: no gold annotation for any of the pipeline's components ({names}); nothing to score")
+
+
 def read_examples(nlp: "Language", data_path: Path) -> List["Example"]:
     """The gold examples of DATA_PATH for `nlp`, or exit with one message: a file that is not a
     DocBin (spaCy's [E1014] ValueError, a traceback before) or that holds no documents."""
@@ -95,17 +135,14 @@ def evaluate_cli(
     The mix is what each task learned: softmax(s) over the biLM layers
     (layer 0 = character CNN, then one per LSTM layer) and its scale gamma.
     """
-    import spacy
-
     check_at_least("--batch-size", batch_size, 1)
     check_output(output)
+    check_data(data_path)
     use_gpu(gpu_id)
-    try:
-        nlp = spacy.load(model)
-    except (OSError, IOError) as err:
-        fail(f"cannot load pipeline {model}: {err}")
+    nlp = load_pipeline(model)
     examples = read_examples(nlp, data_path)
     scores = nlp.evaluate(examples, batch_size=batch_size)
+    check_scored(scores, nlp, data_path)
     mixes = layer_mixes(nlp)
     rows = []
     for key, label in _METRICS:
