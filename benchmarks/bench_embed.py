@@ -2,7 +2,7 @@
 
     python benchmarks/bench_embed.py                      # every section but compare
     python benchmarks/bench_embed.py --sections small,memory
-    python benchmarks/bench_embed.py --sections compare [--baseline REV] [--rounds 3]
+    python benchmarks/bench_embed.py --sections compare [--baseline REV] [--rounds 3] [--compare-backend int8]
     python benchmarks/bench_embed.py --sections ray [--smoke]
 
 Sections (one module each in benchmarks/embed_sections/):
@@ -63,6 +63,8 @@ def main() -> None:
     parser.add_argument("--compare-model", default="small",
                         help="compare: small (random weights, published small shapes) or embedded (the package's biLM)")
     parser.add_argument("--rounds", type=int, default=3, help="compare: alternating rounds")
+    parser.add_argument("--compare-backend", default=None,
+                        help="compare: the biLM's backend in both trees (e.g. int8; default: the model's own)")
     parser.add_argument("--gpu-batch-tokens", type=int, default=32768)
     parser.add_argument("--threads", type=int, default=int(os.environ.get("BENCH_THREADS", "0")))
     parser.add_argument("--smoke", action="store_true", help="ray: a tiny biLM and input (checks that it runs)")

@@ -1,6 +1,6 @@
 """The `int8` engine against float32 (the `auto` engine), in one run: speed, layer differences, probes, a tagger.
 
-    python benchmarks/bench_int8.py [--sections speed,diff,probe,tagger] [--rounds 3]
+    python benchmarks/bench_int8.py [--sections speed,checks,diff,probe,tagger] [--rounds 3]
         [--small-sentences 1000] [--embedded-sentences 3000] [--probe-limit 0] [--tagger-steps 400]
 
 Sections, float32 and int8 alternating wherever both run:
@@ -9,6 +9,8 @@ Sections, float32 and int8 alternating wherever both run:
   common.embed_file_speed) on the first EWT train sentences, for a random
   biLM of the published "small" shapes and for the package's embedded biLM;
   `--rounds` alternating rounds, medians and the ratio of medians;
+* checks: the share of int8 `embed` time spent in the NaN/inf checks of
+  the layers' and products' inputs (`int8.all_finite`), timed around each call;
 * diff: the largest absolute difference of every layer from float32 (and
   the layer's largest magnitude), on the embedded biLM and the small shapes;
   and batch dependence: each of the first 100 sentences embedded alone
@@ -53,7 +55,7 @@ from spacy_elmo.bilm import BiLM  # noqa: E402
 from spacy_elmo.bilm.engine import backends  # noqa: E402
 
 FLOAT, INT8 = "auto", "int8"
-SECTIONS = ("speed", "diff", "probe", "tagger")
+SECTIONS = ("speed", "checks", "diff", "probe", "tagger")
 
 TAGGER_CONFIG = """
 [paths]
@@ -198,6 +200,43 @@ def speed(models: Dict[str, BiLM], sentences: Dict[str, List[List[str]]], rounds
         "per-round ratios"])), ratios
 
 
+# -- the finiteness checks' share -------------------------------------------------------------
+def check_share(models: Dict[str, BiLM], sentences: Dict[str, List[List[str]]], batch: int = 64) -> str:
+    """The share of int8 `embed` time spent in `int8.all_finite` (the NaN/inf checks of every layer's
+    and product's inputs), timed around each call: what the checks cost, without a baseline build."""
+    from spacy_elmo.bilm.engine import int8
+
+    real = int8.all_finite
+    spent = {"seconds": 0.0, "calls": 0}
+
+    def timed(*tensors: torch.Tensor) -> bool:
+        start = time.perf_counter()
+        try:
+            return real(*tensors)
+        finally:
+            spent["seconds"] += time.perf_counter() - start
+            spent["calls"] += 1
+
+    rows = []
+    int8.all_finite = timed
+    try:
+        for name, model in models.items():
+            model.backend = INT8
+            model.embed(sentences[name][:batch])  # warm-up: weights packed, kernels loaded
+            spent.update(seconds=0.0, calls=0)
+            start = time.perf_counter()
+            for i in range(0, len(sentences[name]), batch):
+                model.embed(sentences[name][i:i + batch])
+            total = time.perf_counter() - start
+            model.backend = FLOAT
+            rows.append([name, f"{len(sentences[name]):,}", f"{total:.2f}", f"{spent['calls']:,}",
+                         f"{1000 * spent['seconds']:.1f}", f"{100 * spent['seconds'] / total:.2f}%"])
+    finally:
+        int8.all_finite = real
+    return ("#### int8: time in the finiteness checks (`all_finite`), `BiLM.embed` in batches of "
+            f"{batch} sentences\n\n" + table(rows, ["biLM", "sentences", "embed s", "checks", "checks ms", "share"]))
+
+
 # -- layer differences ---------------------------------------------------------------------
 def _embed(model: BiLM, backend: str, sentences: Sequence[List[str]]) -> List[numpy.ndarray]:
     model.backend = backend
@@ -317,6 +356,8 @@ def main() -> None:
         report, ratios = speed(models, sentences, args.rounds)
         ratio = ratios["embedded"]
         print(report + "\n", flush=True)
+    if "checks" in sections:
+        print(check_share(models, sentences) + "\n", flush=True)
     if "diff" in sections:
         short = {name: s[:1000] for name, s in sentences.items()}
         print(differences(models, short) + "\n", flush=True)

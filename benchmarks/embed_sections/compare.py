@@ -4,9 +4,10 @@ Child processes alternate between this checkout and a git worktree of the
 baseline (default: the commit this branch left main from), each a fresh
 process embedding the same EWT sentences with the small shapes (or, with
 `--compare-model embedded`, the package's own biLM), token cache
-on, HDF5 written (`memory_child.py`), so that both see the same machine state
-within seconds of each other. Reports tokens/s and peak RSS per round, the
-medians and their ratios.
+on, HDF5 written (`memory_child.py`), on the model's backend or
+`--compare-backend`'s, so that both see the same machine state within
+seconds of each other. Reports tokens/s and peak RSS per round, the medians
+and their ratios.
 """
 import statistics
 import sys
@@ -37,6 +38,8 @@ def run(args) -> str:
                     out = work / f"out-{name.replace(' ', '-')}.hdf5"
                     command = [sys.executable, str(CHILD), str(text), str(out), "--threads", str(args.threads),
                                "--model", args.compare_model]
+                    if args.compare_backend:
+                        command += ["--backend", args.compare_backend]
                     results[name].append(run_child(tree, command))
                 old, new = results["baseline"][-1], results["this code"][-1]
                 rows.append([str(r + 1), f"{old['tokens_per_s']:,.0f}", f"{new['tokens_per_s']:,.0f}",
@@ -55,7 +58,8 @@ def run(args) -> str:
     header = ["round", f"baseline {revision} tokens/s", "this code tokens/s", "speed ratio",
               "baseline peak RSS (MiB)", "this code peak RSS (MiB)"]
     return (
-        f"### `embed`, this code against {revision}: {MODELS.get(args.compare_model, args.compare_model)}, "
+        f"### `embed`, this code against {revision}: {MODELS.get(args.compare_model, args.compare_model)}"
+        + (f" on the `{args.compare_backend}` backend" if args.compare_backend else "") + ", "
         f"{len(sentences):,} EWT sentences "
         f"({n_tokens:,} tokens), token cache on, HDF5 written, {args.rounds} alternating rounds\n\n"
         + table(rows, header) + "\n"
