@@ -220,8 +220,14 @@ def plan_inputs(
     encoding_errors: str = "strict",
     lang: Optional[str] = None,
     pipeline: Optional[str] = None,
+    output: Optional[PathLike] = None,
 ) -> InputPlan:
-    """Expand paths and globs into files, pick their formats and this shard's share."""
+    """Expand paths and globs into files, pick their formats and this shard's share.
+
+    `output`: the run's OUTPUT, whose files (its .partial, shard files, a Parquet directory's parts)
+    a glob leaves out and a path naming them is refused (`expand_inputs`), so that every run and
+    every shard of it reads the same input.
+    """
     if encoding_errors not in ENCODING_ERRORS:
         raise DumpError(f"unknown encoding error handling {encoding_errors!r}; choose from {ENCODING_ERRORS}")
     if lang and pipeline:
@@ -229,7 +235,7 @@ def plan_inputs(
     patterns = [str(inputs)] if isinstance(inputs, (str, Path)) else [str(p) for p in inputs]
     if not patterns:
         raise DumpError("no input files given")
-    files = expand_inputs(patterns)
+    files = expand_inputs(patterns, None if output is None else str(output))
     formats = [detect_format(path, input_format) for path in files]
     mine, unit_shard = shard_files(len(files), shard)
     return InputPlan(files, formats, mine, unit_shard, encoding_errors, lang, pipeline, shard)
@@ -756,7 +762,7 @@ def embed_file(
     check_layers(layers, layer_weights, model.n_layers, model.width)
     if output_format == "hdf5" and shard[1] > 1:
         check_sharded_hdf5_output(output_path)
-    plan = plan_inputs(input_path, input_format, shard, encoding_errors, lang, pipeline)
+    plan = plan_inputs(input_path, input_format, shard, encoding_errors, lang, pipeline, output_path)
     output = str(output_path)
     if output_format == "hdf5" and not is_url(output):
         check_hdf5_output(output)  # before reading the input, as bad output costs nothing to find
@@ -813,10 +819,35 @@ def run_local(
                      on_progress)
 
 
+def embed_skipping_space(
+    model: BiLM, sentences: Sequence[Sequence[str]], batch_tokens: int, batch_size: int, precision: str,
+) -> Iterator[Tuple[List[int], List[numpy.ndarray]]]:
+    """`model.embed_batches`, but tokens that are empty or only whitespace are left out of what the
+    biLM reads and get zero rows in place, so each array still has one row per token.
+
+    Why: the `elmo` component skips spaCy's whitespace tokens (`skip_whitespace`) and a text line
+    never has any, so a `.spacy` doc or JSONL unit holding them must not feed them to the biLM, or
+    its vectors would differ from the same words' elsewhere. Every engine embeds through here.
+    """
+    kept = [[i for i, token in enumerate(sentence) if token.strip()] for sentence in sentences]
+    words = [[sentence[i] for i in rows] for sentence, rows in zip(sentences, kept)]
+    for indices, arrays in model.embed_batches(words, batch_tokens, batch_size, precision):
+        yield indices, [_with_zero_rows(array, kept[i], len(sentences[i])) for i, array in zip(indices, arrays)]
+
+
+def _with_zero_rows(array: numpy.ndarray, rows: List[int], n_tokens: int) -> numpy.ndarray:
+    """`array` (layers, len(rows), width) spread to (layers, n_tokens, width), zeros where no row is kept."""
+    if len(rows) == n_tokens:
+        return array
+    full = numpy.zeros((array.shape[0], n_tokens, array.shape[2]), dtype=array.dtype)
+    full[:, rows] = array
+    return full
+
+
 def _write_chunk(model, sink, pending, files, layers, layer_weights, batch_tokens, batch_size, precision,
                  on_progress) -> None:
     sentences = [unit.tokens for _, unit in pending]
-    for indices, arrays in model.embed_batches(sentences, batch_tokens, batch_size, precision):
+    for indices, arrays in embed_skipping_space(model, sentences, batch_tokens, batch_size, precision):
         for i, array in zip(indices, arrays):
             key, unit = pending[i]
             sink.write(key, files[unit.file], unit, combine_layers(array, layers, layer_weights))
@@ -1051,6 +1082,7 @@ __all__ = [
     "embed_file", "join_shards", "combine_layers", "read_dump", "DumpError", "LAYER_MODES", "OUTPUT_FORMATS",
     "DEPRECATED_LAYER_MODES", "check_layers", "layer_settings", "recorded_layer_mode",
     "shard_path", "partial_path", "read_lines", "check_text", "plan_inputs", "InputPlan", "Hdf5Sink", "open_sink",
+    "embed_skipping_space",
     "finish_sink", "run_local", "DumpWarning", "OutputLock", "model_fingerprint", "run_record", "read_record",
     "check_record", "record_difference", "check_hdf5_output", "stopped_note", "check_join_target",
     "drop_stale_join", "finished_shard",

@@ -4,16 +4,24 @@ A unit is what the biLM reads from a zero state and what the output is keyed
 by (one HDF5 dataset, one Parquet row):
 
 * text (any extension but the ones below): one unit per line, tokens split on
-  whitespace; an empty line is an empty unit;
+  whitespace; an empty line is an empty unit; a line ends at "\n", "\r\n"
+  or a lone "\r" (universal newlines), so a file with lone "\r"s has more
+  lines, and keys, than `wc -l` counts;
 * JSONL (`.jsonl`, `.ndjson`): one unit per non-blank line, an object with
   `"tokens"` (a list of strings, used as given) or `"text"` (tokenized by a
   spaCy tokenizer: `spacy.blank(lang)` or a loaded pipeline's `make_doc`);
   blank lines are not units, so a unit's number stays its line number;
 * CoNLL-U (`.conllu`, `.conllu.gz`): one unit per sentence, its syntactic
   words (read by `spacy_elmo.gold_data`'s CoNLL-U reader);
-* `.spacy` (a DocBin): one unit per sentence of each doc where the doc has
-  sentence boundaries, else one unit per doc; spaCy's own tokens, every one
-  of them, so a unit's vectors line up with `doc[start:end]`.
+* `.spacy` (a DocBin, or `.spacy.gz` gzipped): one unit per sentence of each
+  doc where the doc has sentence boundaries, else one unit per doc; spaCy's
+  own tokens, every one of them, so a unit's vectors line up with
+  `doc[start:end]`.
+
+In every format a token that is empty or only whitespace (spaCy's space
+tokens, `""` or `" "` in JSONL "tokens") stays in the unit but is not read
+by the biLM: its row is zeros (`dump.embed_skipping_space`), as the `elmo`
+component does.
 
 Units are numbered from 0 within their file. A unit's key is its number when
 there is one input file (the published layout: "0", "1", ...) and
@@ -22,6 +30,8 @@ list), so keys are unique and ordered as the input.
 
 Paths may be local or fsspec URLs (`s3://...`, `gs://...`); every file is
 opened through `open_input`, and a worker opens only the files it embeds.
+A file named twice (`a.txt` and `./a.txt`) is read once, and a glob leaves
+out the run's own output files (`expand_inputs`).
 This module imports spaCy only to read `.spacy`, CoNLL-U or text to tokenize.
 """
 import functools
@@ -30,11 +40,11 @@ import glob
 import json
 import os
 import re
-from typing import IO, Callable, Iterator, List, NamedTuple, Optional, Sequence, Tuple
+from typing import IO, Callable, Dict, Iterator, List, NamedTuple, Optional, Sequence, Tuple
 
 FORMATS = ("text", "jsonl", "conllu", "spacy")
 ENCODING_ERRORS = ("strict", "replace")
-_EXTENSIONS = {".jsonl": "jsonl", ".ndjson": "jsonl", ".conllu": "conllu", ".spacy": "spacy"}
+_EXTENSIONS = {".jsonl": "jsonl", ".ndjson": "jsonl", ".conllu": "conllu", ".spacy": "spacy"}  # and their .gz
 _UNIT_KEY = re.compile(r"^\d+(:\d+)?$")
 
 
@@ -93,38 +103,93 @@ def open_input(path: str, mode: str = "rb") -> IO:
     return open(local_path(path), mode)
 
 
-def expand_inputs(patterns: Sequence[str]) -> List[str]:
-    """The input files `patterns` name: paths, globs (`data/*.txt`, `**` recursive) or fsspec
-    URLs and URL globs, each glob's matches sorted, duplicates dropped, in the order given.
+def path_identity(path: str) -> str:
+    """What tells two spellings of one file apart from two files: the resolved path of a local file
+    (`os.path.realpath`: `a.txt`, `./a.txt` and a symlink to it are one file), and of an fsspec URL
+    its protocol and the path its filesystem strips it to (`memory://a.txt` is `memory:///a.txt`).
 
-    A pattern that names nothing, or a directory, is a DumpError, so a typo
-    never silently embeds less than asked.
+    Used to drop an input named twice, and to leave a run's own output out of its input.
     """
-    files: List[str] = []
+    if not is_url(path):
+        return os.path.realpath(local_path(path)).replace(os.sep, "/")
+    protocol = path.split("://", 1)[0]
+    try:
+        import fsspec
+
+        _, stripped = fsspec.core.url_to_fs(path)
+    except (ImportError, ValueError):  # no filesystem for it here: the URL as given
+        return path
+    return f"{protocol}://{stripped}"
+
+
+def output_matcher(output: str) -> Callable[[str], bool]:
+    """A test of whether a path identity (`path_identity`) is a file that a run writing `output`
+    writes or leaves: OUTPUT, OUTPUT.partial (and .partial.corrupt), shard files
+    OUTPUT.shard-K-of-N (and their .partial), their lock files, and anything inside a Parquet
+    OUTPUT directory.
+
+    Why: a glob over the output's folder is expanded afresh on every run, so without this it would
+    read the run's own .partial on --resume, the old OUTPUT on --overwrite, and another shard's file
+    (so shards would see different input lists).
+    """
+    wanted = path_identity(output).rstrip("/")
+    folder, _, name = wanted.rpartition("/")
+    shard = r"(\.shard-\d+-of-\d+)?"
+    names = re.compile(rf"^{re.escape(name)}{shard}(\.partial(\.corrupt)?)?$|^\.{re.escape(name)}{shard}\.lock$")
+
+    def is_output(identity: str) -> bool:
+        if identity.startswith(wanted + "/"):
+            return True
+        there, _, base = identity.rpartition("/")
+        return there == folder and names.match(base) is not None
+
+    return is_output
+
+
+def expand_inputs(patterns: Sequence[str], output: Optional[str] = None) -> List[str]:
+    """The input files `patterns` name: paths, globs (`data/*.txt`, `**` recursive) or fsspec
+    URLs and URL globs, each glob's matches sorted, in the order given; a file named twice (under
+    any spelling, `path_identity`) is kept once, at its first spelling.
+
+    With `output` (the run's OUTPUT), a glob's matches leave out the files the run writes
+    (`output_matcher`), and such a file named on its own is a DumpError. A pattern that names
+    nothing, or a directory, is a DumpError, so a typo never silently embeds less than asked.
+    """
+    is_output = output_matcher(str(output)) if output is not None else (lambda identity: False)
+    files: Dict[str, str] = {}  # identity -> first spelling
     for pattern in patterns:
         pattern = str(pattern)
-        if is_url(pattern):
-            import fsspec
-
-            fs, _ = fsspec.core.url_to_fs(pattern)
-            protocol = pattern.split("://", 1)[0]
-            if glob.has_magic(pattern):
-                found = [p if "://" in p else f"{protocol}://{p}" for p in sorted(fs.glob(pattern))]
-            else:
-                found = [pattern] if fs.isfile(pattern) else []
-        else:
-            path = local_path(pattern)
-            if glob.has_magic(path):
-                found = sorted(p for p in glob.glob(path, recursive=True) if os.path.isfile(p))
-            elif os.path.isdir(path):
-                raise DumpError(f"{pattern}: a directory; name its files, e.g. {os.path.join(pattern, '*.txt')}")
-            else:
-                found = [path] if os.path.isfile(path) else []
+        found = _matches(pattern)
         if not found:
             raise DumpError(f"{pattern}: no such file" + (" (the glob matches nothing)" if glob.has_magic(pattern)
                                                           else ""))
-        files.extend(found)
-    return list(dict.fromkeys(files))
+        kept = [(path_identity(path), path) for path in found]
+        if not glob.has_magic(pattern) and is_output(kept[0][0]):
+            raise DumpError(f"{pattern}: is this run's own output ({output}), not an input; name another output")
+        kept = [(identity, path) for identity, path in kept if not is_output(identity)]
+        if not kept:
+            raise DumpError(f"{pattern}: the glob matches only this run's own output ({output}) and its files")
+        for identity, path in kept:
+            files.setdefault(identity, path)
+    return list(files.values())
+
+
+def _matches(pattern: str) -> List[str]:
+    """The files one pattern names (a glob's sorted), [] for none; a local directory is a DumpError."""
+    if is_url(pattern):
+        import fsspec
+
+        fs, _ = fsspec.core.url_to_fs(pattern)
+        protocol = pattern.split("://", 1)[0]
+        if glob.has_magic(pattern):
+            return [p if "://" in p else f"{protocol}://{p}" for p in sorted(fs.glob(pattern))]
+        return [pattern] if fs.isfile(pattern) else []
+    path = local_path(pattern)
+    if glob.has_magic(path):
+        return sorted(p for p in glob.glob(path, recursive=True) if os.path.isfile(p))
+    if os.path.isdir(path):
+        raise DumpError(f"{pattern}: a directory; name its files, e.g. {os.path.join(pattern, '*.txt')}")
+    return [path] if os.path.isfile(path) else []
 
 
 def detect_format(path: str, given: Optional[str] = None) -> str:
@@ -358,12 +423,28 @@ def _conllu_units(path: str, file: int, encoding_errors: str = "strict") -> Iter
         yield Unit(file, number, words, " ".join(words), number, 0)
 
 
+def _docbin_bytes(path: str) -> bytes:
+    """A DocBin file's bytes, gunzipped where it is gzip (`d.spacy.gz`, told by its first bytes, as
+    the other formats are): without this, DocBin read the compressed bytes and the error said the
+    file was not a DocBin at all."""
+    import gzip
+    import zlib
+
+    data = _read_bytes(path)
+    if data[:2] != b"\x1f\x8b":
+        return data
+    try:
+        return gzip.decompress(data)
+    except (EOFError, OSError, zlib.error) as err:
+        raise DumpError(f"{path}: not a complete gzip file ({err}); is it truncated?") from None
+
+
 def _docbin_units(path: str, file: int) -> Iterator[Unit]:
     from spacy.tokens import DocBin
     from spacy.vocab import Vocab
 
     try:
-        docbin = DocBin().from_bytes(_read_bytes(path))
+        docbin = DocBin().from_bytes(_docbin_bytes(path))
     except (ValueError, KeyError, TypeError) as err:
         raise DumpError(f"{path}: not a spaCy DocBin (.spacy) file ({err})") from None
     number = 0
@@ -393,5 +474,6 @@ def check_input(path: str, fmt: str, encoding_errors: str = "strict", lang: Opti
 
 __all__ = [
     "FORMATS", "DumpError", "Unit", "unit_key", "is_unit_key", "key_order", "open_input", "expand_inputs",
+    "path_identity", "output_matcher",
     "detect_format", "shard_files", "read_lines", "check_text", "check_input", "make_tokenizer", "read_units",
 ]

@@ -45,6 +45,7 @@ from .dump import (
     Weights,
     check_layers,
     combine_layers,
+    embed_skipping_space,
     finish_sink,
     layer_settings,
     model_fingerprint,
@@ -101,7 +102,8 @@ class BiLMWorker:
     """One biLM per Ray actor: `__call__` embeds a block of rows, adding `output_column`.
 
     Rows whose `skip_column` is false pass through with an empty array (the
-    CLI's resume: their vectors are already written).
+    CLI's resume: their vectors are already written). Tokens that are empty or
+    only whitespace get zero rows, as in the local engine (`embed_skipping_space`).
     """
 
     def __init__(self, settings: EmbedSettings, column: str = "tokens", output_column: str = "elmo",
@@ -130,7 +132,8 @@ class BiLMWorker:
                                s.layer_weights)
         results: List[numpy.ndarray] = [empty] * len(tokens)
         sentences = [[str(t) for t in tokens[i]] for i in positions]
-        for indices, arrays in self.model.embed_batches(sentences, s.batch_tokens, s.batch_size, s.precision):
+        for indices, arrays in embed_skipping_space(self.model, sentences, s.batch_tokens, s.batch_size,
+                                                    s.precision):
             for i, array in zip(indices, arrays):
                 results[positions[i]] = combine_layers(array, s.layers, s.layer_weights)
         if self.output_column in batch.column_names:
@@ -336,7 +339,7 @@ def embed_files(
         raise DumpError(f"unknown layer mode {layers!r}; choose from {LAYER_MODES}")
     if workers < 1 or cpus_per_worker < 1:
         raise DumpError(f"--workers and --cpus-per-worker must be >= 1, got {workers} and {cpus_per_worker}")
-    plan = plan_inputs(inputs, input_format, (0, 1), encoding_errors, lang, pipeline)
+    plan = plan_inputs(inputs, input_format, (0, 1), encoding_errors, lang, pipeline, output=output_path)
     _check_local_inputs(plan)
     model_id = _check_model(weights, layers, layer_weights, backend, here=not address)
     record = run_record(model_id, layers, layer_weights, precision, plan)

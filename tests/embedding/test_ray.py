@@ -148,3 +148,18 @@ def test_embed_dataset_adds_the_vectors_to_a_ray_dataset(local_ray, allennlp_dir
     assert list(by_text["Hello there, world."]["tokens"]) == ["Hello", "there", ",", "world", "."]
     expected = allennlp_bilm.embed([["Hello", "there", ",", "world", "."]])[0][-1]
     assert numpy.array_equal(by_text["Hello there, world."]["top"], expected)
+
+
+def test_ray_glob_leaves_its_own_output_out(local_ray, allennlp_dir, tmp_path):
+    """Regression (tests/regression/test_inputs_review_own_output.py, on Ray): a glob over the output's
+    folder matched an earlier OUTPUT, which `--overwrite` then read as text."""
+    folder = tmp_path / "g"
+    folder.mkdir()
+    (folder / "a.txt").write_text("a b\nc\n", encoding="utf-8")
+    out = folder / "out.hdf5"
+    embed(folder / "*", out, "-w", allennlp_dir, "--engine", "ray")
+    first, mapping, _ = datasets(out)
+    embed(folder / "*", out, "-w", allennlp_dir, "--engine", "ray", "--overwrite")
+    again, again_mapping, _ = datasets(out)
+    assert sorted(again) == sorted(first) == ["0", "1"] and again_mapping == mapping
+    assert all(numpy.array_equal(again[k], first[k]) for k in first)
