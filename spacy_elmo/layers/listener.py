@@ -30,6 +30,7 @@ from typing import Callable, List, Optional, Tuple
 
 from spacy.util import registry
 from thinc.api import Linear, Model, chain, with_array
+from thinc.layers.chain import forward as chain_forward
 from thinc.layers.chain import init as chain_init
 from thinc.types import Floats2d, Floats3d
 
@@ -134,11 +135,26 @@ def _forward(model: ElmoListenerLayer, docs, is_train: bool):
             # the upstream did not annotate this doc (disabled, or not run): zeros of the right shape
             outputs.append(model.ops.alloc3f(n_layers, len(doc), width))
         else:
-            raise ValueError(
-                f"ElmoListener (upstream '{model.upstream_name}') got docs without doc._.elmo and is not "
-                f"linked to an elmo component: {_UPSTREAM_HELP}"
-            )
+            raise ValueError(_unlinked_message(model))
     return outputs, _empty_backprop
+
+
+def _unlinked_message(model: ElmoListenerLayer) -> str:
+    """Why an unlinked listener got docs without layers: an elmo component placed after the listening
+    one (spaCy links only later components, so the order is the problem), else no elmo component at all."""
+    from ..pipeline.component import misplaced_upstream  # the pipeline package imports this module
+
+    misplaced = misplaced_upstream(model)
+    if misplaced is not None:
+        upstream, component = misplaced
+        return (
+            f"ElmoListener (upstream '{model.upstream_name}'): '{upstream}' must come before '{component}' "
+            f"in the pipeline (add it with nlp.add_pipe('{upstream}', before='{component}'))"
+        )
+    return (
+        f"ElmoListener (upstream '{model.upstream_name}') got docs without doc._.elmo and is not "
+        f"linked to an elmo component: {_UPSTREAM_HELP}"
+    )
 
 
 def _upstream_layers(model: ElmoListenerLayer, doc):
@@ -288,7 +304,22 @@ def mix_chain(
         model.set_dim("nO", width)
     model.attrs["elmo_listener"] = True
     model.init = _init_mix_chain
+    model._func = _mix_chain_forward
     return model
+
+
+def _mix_chain_forward(model: Model, X, is_train: bool):
+    """thinc's chain, after checking that the projection has weights: called before `initialize`,
+    thinc's Linear would fail with a KeyError about an unallocated parameter 'W'."""
+    for layer in model.layers[4:]:
+        for node in layer.walk():
+            if any(not node.has_param(name) for name in node.param_names):
+                source = "ElmoListener" if isinstance(model.layers[0], ElmoListenerLayer) else "ElmoStandalone"
+                raise ValueError(
+                    f"{source}: not initialized (the projection to width {model.get_dim('nO')} has no weights "
+                    "yet): call nlp.initialize() first, or model.initialize(X=docs) for the model on its own"
+                )
+    return chain_forward(model, X, is_train)
 
 
 def _init_mix_chain(model: Model, X=None, Y=None) -> Model:

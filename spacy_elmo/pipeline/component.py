@@ -54,6 +54,8 @@ FILLED_FROM = "initialized_from"
 STORE_DTYPES = ("float32", "float16")
 
 _forked = {"pending": False}
+# the pipelines that built an elmo component (make_elmo), for `misplaced_upstream`'s error message
+_PIPELINES: "weakref.WeakSet[Language]" = weakref.WeakSet()
 _PENDING: "weakref.WeakKeyDictionary[Elmo, PendingBackward]" = weakref.WeakKeyDictionary()
 
 
@@ -152,6 +154,7 @@ def make_elmo(
         "load-aware" (the cores other processes leave free, from /proc/stat;
         "auto" is its deprecated name). See spacy_elmo/threads.py.
     """
+    _PIPELINES.add(nlp)
     return Elmo(
         nlp.vocab,
         model,
@@ -322,13 +325,19 @@ class Elmo(TrainablePipe):
         check_ready(self.model, self.name)
 
     def _mix(self, n_layers: int) -> numpy.ndarray:
+        """The softmax of the `mix` setting (uniform when unset), as float32 layer weights.
+
+        Extreme logits (e.g. [1e308, -1e308, 0]) overflow to -inf when the max is
+        subtracted; exp(-inf) is the right weight, 0, so numpy's warning is silenced.
+        """
         mix = self.cfg["mix"]
         if mix is None:
             return numpy.full(n_layers, 1.0 / n_layers, dtype=numpy.float32)
         if len(mix) != n_layers:
             raise ValueError(f"'{self.name}': mix has {len(mix)} weights but the biLM has {n_layers} layers")
         logits = numpy.asarray(mix, dtype=numpy.float64)
-        weights = numpy.exp(logits - logits.max())
+        with numpy.errstate(over="ignore"):
+            weights = numpy.exp(logits - logits.max())
         return (weights / weights.sum()).astype(numpy.float32)
 
     # -- prediction -----------------------------------------------------------------
@@ -485,17 +494,32 @@ class Elmo(TrainablePipe):
             raise ValueError(f"[initialize.components.{self.name}]: give a loader or weights, not both")
         if weights is not None:
             loader = self.model.attrs[LOADER_ATTR] = resolve_loader(weights)
-            self.cfg["weights"] = str(weights)
         if loader is not None:
             loader(self.model)
-            # what replace_listeners' config names; saved with the cfg, so a reloaded pipeline still knows
-            self.cfg[FILLED_FROM] = getattr(loader, "weights", self.cfg["weights"])
-            self._set_replace_listener_cfg()
+            filled_from = str(weights) if weights is not None else getattr(loader, "weights", self.cfg["weights"])
+            self._record_filled_from(filled_from)
         self._check_ready()
         docs = [eg.predicted for eg in islice(get_examples(), 10)]
         self.model.initialize(X=docs)
         for listener in self.listeners:
             listener.link(self)
+
+    def _record_filled_from(self, weights: Optional[str]) -> None:
+        """Record the model an [initialize] loader filled the biLM with (None: the embedded one).
+
+        Only as provenance (`cfg["initialized_from"]`, saved with the cfg), never
+        as the `weights` setting: that one is the config's, and a saved cfg whose
+        `weights` differed from the config's would read, on loading, as a
+        setting changed after the build. replace_listeners and repr read it.
+        """
+        self.cfg[FILLED_FROM] = weights
+        self._set_replace_listener_cfg()
+
+    @property
+    def weights_source(self) -> Optional[str]:
+        """The model the biLM was filled from: what an [initialize] loader read, else the `weights`
+        setting (None: the embedded English biLM). Follows a pipeline through saving and loading."""
+        return self.cfg[FILLED_FROM] if FILLED_FROM in self.cfg else self.cfg["weights"]
 
     def to_bytes(self, *, exclude=tuple()) -> bytes:
         ensure_weights(self.model)  # a pipeline saved before first use still carries its weights
@@ -558,6 +582,9 @@ class Elmo(TrainablePipe):
             for k, v in self.cfg.items()
             if k in cfg and k in saved_config and v != cfg[k] and v != saved_config[k]
         }
+        saved_weights = changed.get("weights", (None,))[0]
+        if saved_weights is not None and saved_weights == self.cfg.get(FILLED_FROM):
+            del changed["weights"]  # saved by a version that wrote [initialize] weights there: provenance only
         if changed:
             described = ", ".join(f"{k} = {saved!r} (the config: {ours!r})" for k, (saved, ours) in changed.items())
             warnings.warn(
@@ -576,7 +603,25 @@ class Elmo(TrainablePipe):
         raise NotImplementedError(f"'{self.name}' has no labels")
 
     def __repr__(self) -> str:
-        return f"<Elmo '{self.name}' frozen={self.frozen} weights={self.cfg['weights'] or 'default'}>"
+        return f"<Elmo '{self.name}' frozen={self.frozen} weights={self.weights_source or 'default'}>"
+
+
+def misplaced_upstream(listener: ElmoListenerLayer) -> Optional[Tuple[str, str]]:
+    """(elmo component, listening component) where the listener's upstream comes after the component
+    that holds it in a pipeline that built an elmo component; None where no such pipeline is known.
+
+    spaCy links listeners only to components placed before them, so a listener
+    whose elmo comes later is unlinked, and its error must name the order.
+    """
+    for nlp in list(_PIPELINES):
+        holder = None
+        for name, proc in nlp.pipeline:
+            model = getattr(proc, "model", None)
+            if holder is None and isinstance(model, Model) and any(node is listener for node in model.walk()):
+                holder = name
+            elif holder is not None and isinstance(proc, Elmo) and listener.upstream_name in ("*", name):
+                return name, holder
+    return None
 
 
 def _saved_pipe_config(config_file: Path, name: str) -> Optional[Dict[str, Any]]:
