@@ -26,6 +26,7 @@ import weakref
 from typing import Any, Dict, List, Optional, Tuple, cast
 
 import numpy
+import numpy.typing
 from spacy.tokens import Doc, Span, Token
 
 LAYERS_KEY = ("._.", "elmo", None, None)
@@ -168,9 +169,14 @@ def get_doc_mix(doc: Doc, n_layers: int) -> Tuple[numpy.ndarray, float]:
     return numpy.asarray(stored[:-1], dtype=numpy.float32), float(stored[-1])
 
 
-def mix_layers(layers: numpy.ndarray, weights: numpy.ndarray, gamma: float) -> numpy.ndarray:
-    """gamma * sum_j weights[j] * layers[j]: float32, the shape of `layers` without its first axis."""
-    mixed = numpy.tensordot(weights.astype(numpy.float32), layers.astype(numpy.float32, copy=False), axes=(0, 0))
+def mix_layers(layers: "numpy.typing.ArrayLike", weights: "numpy.typing.ArrayLike", gamma: float) -> numpy.ndarray:
+    """gamma * sum_j weights[j] * layers[j]: float32, the shape of `layers` without its first axis.
+    `weights` and `layers` may be any array-like (a list of weights too, as the docs show)."""
+    weights = numpy.asarray(weights, dtype=numpy.float32)
+    layers = numpy.asarray(layers)
+    if weights.shape != (layers.shape[0],):
+        raise ValueError(f"mix_layers: {weights.shape[0] if weights.ndim else 0} weights for {layers.shape[0]} layers")
+    mixed = numpy.tensordot(weights, layers.astype(numpy.float32, copy=False), axes=(0, 0))
     return (gamma * mixed).astype(numpy.float32, copy=False)
 
 
