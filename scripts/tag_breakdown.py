@@ -148,12 +148,12 @@ def parse_runs(specs: Sequence[str]) -> Dict[str, List[str]]:
 
 def load_pipeline(name: str, path: str):
     """spacy.load(path), or one line (not spaCy's traceback) saying why --run NAME=PATH cannot be loaded."""
-    import spacy
+    from spacy_elmo.cli._util import try_load_pipeline
 
-    try:
-        return spacy.load(path)
-    except (OSError, ValueError) as err:
-        raise SystemExit(f"--run {name}={path}: cannot load the pipeline ({' '.join(str(err).split())})") from None
+    nlp, problem = try_load_pipeline(path)
+    if nlp is None:
+        raise SystemExit(f"--run {name}={path}: cannot load the pipeline ({problem})")
+    return nlp
 
 
 def main(argv: Optional[Sequence[str]] = None) -> None:

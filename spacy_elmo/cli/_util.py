@@ -1,7 +1,7 @@
 """Shared command-line helpers."""
 import os
 from pathlib import Path
-from typing import TYPE_CHECKING, NoReturn, Optional, TypeVar, Union
+from typing import TYPE_CHECKING, NoReturn, Optional, Tuple, TypeVar, Union
 
 import typer
 from wasabi import msg
@@ -9,6 +9,8 @@ from wasabi import msg
 from ..io.errors import WeightsError
 
 if TYPE_CHECKING:
+    from spacy.language import Language
+
     from ..io.native import NativeModel
 
 
@@ -90,6 +92,22 @@ def check_spacy_lang_or_fail(lang: str) -> None:
     problem = spacy_lang_problem(lang)
     if problem:
         fail(problem)
+
+
+def try_load_pipeline(path: Union[str, Path]) -> Tuple[Optional["Language"], str]:
+    """(spacy.load(path), "") or (None, the one-line reason it cannot be loaded).
+
+    Not only a missing directory (OSError): a config.cfg that does not parse (confection's
+    ValueError), a component file cut short ("Unpack failed", a ValueError) and a `lang` spaCy
+    lacks (E048, an ImportError) were tracebacks. The reason is returned, not printed, so that
+    `evaluate` and the project's argparse scripts each put it in their own words.
+    """
+    import spacy
+
+    try:
+        return spacy.load(path), ""
+    except (OSError, ValueError, ImportError) as err:
+        return None, " ".join(str(err).split())
 
 
 def pick_device(gpu_id: int) -> str:

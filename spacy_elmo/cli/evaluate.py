@@ -6,7 +6,7 @@ import srsly
 import typer
 from wasabi import msg
 
-from ._util import check_at_least, fail
+from ._util import check_at_least, fail, try_load_pipeline
 
 if TYPE_CHECKING:
     from spacy.language import Language
@@ -81,18 +81,11 @@ def check_data(data_path: Path) -> None:
 
 
 def load_pipeline(model: str) -> "Language":
-    """spacy.load(model), or exit with one line naming the pipeline and why it cannot be loaded.
-
-    Not only a missing directory (OSError): a config.cfg that does not parse (confection's
-    ValueError), a component file cut short ("Unpack failed", a ValueError) and a `lang` spaCy
-    lacks (E048, an ImportError) were tracebacks.
-    """
-    import spacy
-
-    try:
-        return spacy.load(model)
-    except (OSError, ValueError, ImportError) as err:
-        fail(f"{model}: cannot load the pipeline ({' '.join(str(err).split())})")
+    """spacy.load(model), or exit with one line naming the pipeline and why it cannot be loaded."""
+    nlp, problem = try_load_pipeline(model)
+    if nlp is None:
+        fail(f"{model}: cannot load the pipeline ({problem})")
+    return nlp
 
 
 def check_scored(scores: Dict[str, Any], nlp: "Language", data_path: Path) -> None:
