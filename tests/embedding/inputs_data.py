@@ -6,8 +6,12 @@ from typing import Dict, List
 import h5py
 
 TEXT_LINES = ["The cat sat .", "", "A second , longer line of text here", "The cat sat .", "   spaced    out   "]
+# six lines (one empty, one repeated): two shards of three, or a run stopped half-way
+SIX_LINES = ["The cat sat .", "", "A second , longer line of text here", "The cat sat .", "a dog ran off", "birds fly"]
 JSONL_RECORDS = [{"tokens": ["Tokens", "given", "as", "is", "."]}, None, {"text": "Hello there, world."},
                  {"tokens": [], "text": "an empty unit"}]
+
+
 CONLLU = (
     "# text = The cats sat.\n"
     "1\tThe\tthe\tDET\tDT\t_\t2\tdet\t_\t_\n"
@@ -25,8 +29,9 @@ CONLLU = (
 )
 
 
-def write_text(path: Path) -> Path:
-    path.write_text("\n".join(TEXT_LINES) + "\n", encoding="utf-8")
+def write_text(path: Path, lines: List[str] = TEXT_LINES) -> Path:
+    """`lines` as a text file for `embed`, one per line, at `path`."""
+    path.write_text("\n".join(lines) + "\n", encoding="utf-8")
     return path
 
 

@@ -18,14 +18,13 @@ from spacy_elmo.embedding.dump import (
     shard_path,
 )
 
-LINES = ["The cat sat .", "", "A second , longer line of text here", "The cat sat .", "   spaced    out   "]
+from .inputs_data import TEXT_LINES as LINES
+from .inputs_data import write_text
 
 
 @pytest.fixture
 def input_file(tmp_path):
-    path = tmp_path / "in.txt"
-    path.write_text("\n".join(LINES) + "\n", encoding="utf-8")
-    return path
+    return write_text(tmp_path / "in.txt", LINES)
 
 
 def test_layout_matches_reference(allennlp_bilm, input_file, tmp_path):

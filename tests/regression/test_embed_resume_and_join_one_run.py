@@ -28,14 +28,13 @@ from spacy_elmo.embedding.dump import (
 )
 from spacy_elmo.io import load_bilm
 
-LINES = ["The cat sat .", "", "A second , longer line of text here", "The cat sat .", "a dog ran off", "birds fly"]
+from ..embedding.inputs_data import SIX_LINES as LINES
+from ..embedding.inputs_data import write_text
 
 
 @pytest.fixture
 def text(tmp_path):
-    path = tmp_path / "in.txt"
-    path.write_text("\n".join(LINES) + "\n", encoding="utf-8")
-    return path
+    return write_text(tmp_path / "in.txt", LINES)
 
 
 def _digest(path) -> str:

@@ -30,15 +30,13 @@ from spacy_elmo.cli import app
 from spacy_elmo.embedding.dump import DumpError, DumpWarning, embed_file, join_shards, partial_path, shard_path
 
 from ..cli.invoke import flat, refused, runner
-
-LINES = ["The cat sat .", "", "A second , longer line of text here", "The cat sat .", "a dog ran off", "birds fly"]
+from ..embedding.inputs_data import SIX_LINES as LINES
+from ..embedding.inputs_data import write_text
 
 
 @pytest.fixture
 def text(tmp_path):
-    path = tmp_path / "in.txt"
-    path.write_text("\n".join(LINES) + "\n", encoding="utf-8")
-    return path
+    return write_text(tmp_path / "in.txt", LINES)
 
 
 @pytest.fixture
