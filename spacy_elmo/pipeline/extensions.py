@@ -20,13 +20,16 @@ own upstream's layers from those of a second `elmo` component that ran later.
 The layers hold one row per token of the doc as the component saw it. A doc
 retokenized afterwards (tokens merged or split, e.g. by `merge_entities`)
 no longer matches them, and reading them is a `RetokenizedError` rather than
-vectors silently shifted onto other tokens.
+vectors silently shifted onto other tokens: the tokens' character offsets are
+kept beside the rows and compared where rows are read (a merge and a split
+in one `retokenize()` block leave the length as it was).
 """
 import weakref
 from typing import Any, Dict, List, Optional, Tuple, cast
 
 import numpy
 import numpy.typing
+from spacy.attrs import IDX, LENGTH
 from spacy.tokens import Doc, Span, Token
 
 LAYERS_KEY = ("._.", "elmo", None, None)
@@ -35,9 +38,12 @@ MIXED_KEY = ("._.", "elmo_mixed", None, None)
 """user_data key of the (len(doc), width) mixed vectors of a doc that keeps only the mix."""
 SOURCE_KEY = ("._.", "elmo_source", None, None)
 """user_data key of the name of the component that wrote the doc's layers or mix."""
+OFFSETS_KEY = ("._.", "elmo_offsets", None, None)
+"""user_data key of the (start, length) in characters of the tokens the doc's layers or mix are for."""
 # what components with store_layers = false keep: alive as long as their doc
 _TRANSIENT: "weakref.WeakKeyDictionary[Doc, numpy.ndarray]" = weakref.WeakKeyDictionary()
 _TRANSIENT_MIXED: "weakref.WeakKeyDictionary[Doc, numpy.ndarray]" = weakref.WeakKeyDictionary()
+_TRANSIENT_OFFSETS: "weakref.WeakKeyDictionary[Doc, numpy.ndarray]" = weakref.WeakKeyDictionary()
 
 
 def _user_data(doc: Doc) -> Dict[Any, Any]:
@@ -49,27 +55,52 @@ class RetokenizedError(ValueError):
     """The doc's ELMo rows no longer match its tokens: it was retokenized after the `elmo` component ran."""
 
 
-def _matching(doc: Doc, rows: Optional[numpy.ndarray], axis: int) -> Optional[numpy.ndarray]:
-    """`rows` (one per token along `axis`), checked against the doc's length."""
-    if rows is not None and rows.shape[axis] != len(doc):
-        source = layers_source(doc)
-        raise RetokenizedError(
-            f"doc._.elmo holds vectors for {rows.shape[axis]} tokens but the doc has {len(doc)}: it was "
-            f"retokenized (tokens merged or split, e.g. by merge_entities) after the "
-            f"'{source or 'elmo'}' component ran. Put the components that merge or split tokens before "
-            f"'{source or 'elmo'}' in the pipeline, or run '{source or 'elmo'}' on the doc again."
-        )
+def _offsets(tokens: Any) -> numpy.ndarray:
+    """(n, 2) character start and length of each token of a Doc or Span."""
+    return tokens.to_array([IDX, LENGTH]).reshape(-1, 2)
+
+
+def _retokenized(doc: Doc, what: str) -> RetokenizedError:
+    source = layers_source(doc) or "elmo"
+    return RetokenizedError(
+        f"doc._.elmo holds vectors for {what}: it was retokenized (tokens merged or split, e.g. by "
+        f"merge_entities) after the '{source}' component ran. Put the components that merge or split "
+        f"tokens before '{source}' in the pipeline, or run '{source}' on the doc again."
+    )
+
+
+def _matching(
+    doc: Doc, rows: Optional[numpy.ndarray], axis: int, start: int = 0, end: Optional[int] = None
+) -> Optional[numpy.ndarray]:
+    """`rows` (one per token along `axis`), checked against the doc's tokens start..end (None: all).
+
+    The length is checked first; then the tokens' character offsets against those kept with the
+    rows (docs from before they were kept have none: the length alone). Reading one token's row
+    compares that token only, so a loop over a long doc's tokens stays linear."""
+    if rows is None:
+        return None
+    if rows.shape[axis] != len(doc):
+        raise _retokenized(doc, f"{rows.shape[axis]} tokens but the doc has {len(doc)}")
+    kept = _user_data(doc).get(OFFSETS_KEY)
+    if kept is None:
+        kept = _TRANSIENT_OFFSETS.get(doc)
+    if kept is not None:
+        kept = numpy.asarray(kept)
+        now = _offsets(doc if end is None else doc[start:end])
+        if kept.shape != (len(doc), 2) or not numpy.array_equal(kept[start:end], now):
+            raise _retokenized(doc, "tokens that are no longer the doc's (the same number, other boundaries)")
     return rows
 
 
-def get_doc_layers(doc: Doc) -> Optional[numpy.ndarray]:
+def get_doc_layers(doc: Doc, start: int = 0, end: Optional[int] = None) -> Optional[numpy.ndarray]:
     """Every layer of the doc, (L+1, len(doc), width); None when the doc keeps none (or only the mix).
 
-    Raises `RetokenizedError` when the doc's length no longer matches them."""
+    Raises `RetokenizedError` when the doc's tokens (start..end of them; None: all) no longer
+    match them."""
     layers = _user_data(doc).get(LAYERS_KEY)
     if layers is None:
         layers = _TRANSIENT.get(doc)
-    return _matching(doc, layers, 1)
+    return _matching(doc, layers, 1, start, end)
 
 
 def layers_source(doc: Doc) -> Optional[str]:
@@ -83,10 +114,22 @@ def _set_source(doc: Doc, source: Optional[str]) -> None:
 
 
 def _clear(doc: Doc) -> None:
-    for key in (LAYERS_KEY, MIXED_KEY, SOURCE_KEY):
+    for key in (LAYERS_KEY, MIXED_KEY, SOURCE_KEY, OFFSETS_KEY):
         _user_data(doc).pop(key, None)
-    _TRANSIENT.pop(doc, None)
-    _TRANSIENT_MIXED.pop(doc, None)
+    for transient in (_TRANSIENT, _TRANSIENT_MIXED, _TRANSIENT_OFFSETS):
+        transient.pop(doc, None)
+
+
+def _keep(doc: Doc, key: Tuple, transient: "weakref.WeakKeyDictionary[Doc, numpy.ndarray]",
+          rows: numpy.ndarray, store: bool, source: Optional[str]) -> None:
+    """Keep `rows` and the offsets of the tokens they are for: in user_data, or (store=False) beside it."""
+    _set_source(doc, source)
+    if store:
+        _user_data(doc)[key] = rows
+        _user_data(doc)[OFFSETS_KEY] = _offsets(doc)
+    else:
+        transient[doc] = rows
+        _TRANSIENT_OFFSETS[doc] = _offsets(doc)
 
 
 def _as_array(value: Any, what: str) -> numpy.ndarray:
@@ -112,13 +155,8 @@ def set_doc_layers(
         if layers.ndim != 3 or layers.shape[1] != len(doc):
             raise ValueError(f"doc._.elmo must have shape (L+1, {len(doc)}, width), got {layers.shape}")
     _clear(doc)
-    if layers is None:
-        return
-    _set_source(doc, source)
-    if store:
-        _user_data(doc)[LAYERS_KEY] = layers
-    else:
-        _TRANSIENT[doc] = layers
+    if layers is not None:
+        _keep(doc, LAYERS_KEY, _TRANSIENT, layers, store, source)
 
 
 def set_doc_mixed(
@@ -136,26 +174,23 @@ def set_doc_mixed(
         if vectors.ndim != 2 or vectors.shape[0] != len(doc):
             raise ValueError(f"mixed ELMo vectors must have shape ({len(doc)}, width), got {vectors.shape}")
     _clear(doc)
-    if vectors is None:
-        return
-    _set_source(doc, source)
-    if store:
-        _user_data(doc)[MIXED_KEY] = vectors
-    else:
-        _TRANSIENT_MIXED[doc] = vectors
+    if vectors is not None:
+        _keep(doc, MIXED_KEY, _TRANSIENT_MIXED, vectors, store, source)
 
 
-def get_doc_mixed(doc: Doc) -> Optional[numpy.ndarray]:
-    """The doc's kept mixed vectors (len(doc), width), or None when it keeps layers or nothing."""
+def get_doc_mixed(doc: Doc, start: int = 0, end: Optional[int] = None) -> Optional[numpy.ndarray]:
+    """The doc's kept mixed vectors (len(doc), width), or None when it keeps layers or nothing.
+
+    Checked against the doc's tokens start..end (None: all), as `get_doc_layers`."""
     vectors = _user_data(doc).get(MIXED_KEY)
     if vectors is None:
         vectors = _TRANSIENT_MIXED.get(doc)
-    return _matching(doc, vectors, 0)
+    return _matching(doc, vectors, 0, start, end)
 
 
 def has_elmo(doc: Doc) -> bool:
     """Whether the doc keeps ELMo layers or mixed vectors, so that *._.elmo_vector are not None."""
-    return get_doc_layers(doc) is not None or get_doc_mixed(doc) is not None
+    return get_doc_layers(doc, 0, 0) is not None or get_doc_mixed(doc, 0, 0) is not None
 
 
 def set_doc_mix(doc: Doc, weights: numpy.ndarray, gamma: float) -> None:
@@ -196,31 +231,40 @@ def mixed_vectors(doc: Doc) -> Optional[numpy.ndarray]:
 
 
 def _mean_vector(doc: Doc, start: int, end: int) -> Optional[numpy.ndarray]:
-    vectors = get_doc_mixed(doc)
-    mixed = vectors if vectors is not None else mixed_vectors(doc)
-    if mixed is None:
+    """The mean mixed vector of tokens start..end, whitespace left out (zeros where none is left).
+
+    Only those tokens' rows are mixed: a sentence's vector costs its own length, not the doc's."""
+    vectors = get_doc_mixed(doc, start, end)
+    layers = get_doc_layers(doc, start, end) if vectors is None else None
+    if vectors is None and layers is None:
         return None
     rows = [i for i in range(start, end) if not doc[i].is_space]
+    if vectors is not None:
+        mixed = vectors[rows].astype(numpy.float32, copy=False)
+    else:
+        assert layers is not None
+        weights, gamma = get_doc_mix(doc, layers.shape[0])
+        mixed = mix_layers(layers[:, rows], weights, gamma)
     if not rows:
         return numpy.zeros(mixed.shape[1], dtype=numpy.float32)
-    return mixed[rows].mean(axis=0, dtype=numpy.float32)
+    return mixed.mean(axis=0, dtype=numpy.float32)
 
 
 def _token_layers(token: Token) -> Optional[numpy.ndarray]:
-    layers = get_doc_layers(token.doc)
+    layers = get_doc_layers(token.doc, token.i, token.i + 1)
     return None if layers is None else layers[:, token.i]
 
 
 def _span_layers(span: Span) -> Optional[numpy.ndarray]:
-    layers = get_doc_layers(span.doc)
+    layers = get_doc_layers(span.doc, span.start, span.end)
     return None if layers is None else layers[:, span.start : span.end]
 
 
 def _token_vector(token: Token) -> Optional[numpy.ndarray]:
-    vectors = get_doc_mixed(token.doc)
+    vectors = get_doc_mixed(token.doc, token.i, token.i + 1)
     if vectors is not None:
         return vectors[token.i].astype(numpy.float32, copy=False)  # a float32 mix: a view of it
-    layers = get_doc_layers(token.doc)
+    layers = get_doc_layers(token.doc, token.i, token.i + 1)
     if layers is None:
         return None
     weights, gamma = get_doc_mix(token.doc, layers.shape[0])
@@ -347,6 +391,7 @@ __all__ = [
     "LAYERS_KEY",
     "MIXED_KEY",
     "SOURCE_KEY",
+    "OFFSETS_KEY",
     "ExtensionConflict",
     "RetokenizedError",
 ]
