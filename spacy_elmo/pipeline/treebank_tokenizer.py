@@ -141,6 +141,25 @@ def _pattern_of(search: Optional[Callable]) -> Optional[str]:
     return getattr(getattr(search, "__self__", None), "pattern", None)
 
 
+_LEADING_FLAGS = re.compile(r"(?:\(\?[aiLmsux]+\))+")
+
+
+def _either(learned: str, own: Optional[str]) -> str:
+    """`learned|own` as one pattern (`learned` alone where the language has none).
+
+    A language's pattern may start with global inline flags (French's TOKEN_MATCH: "(?iu)..."),
+    which Python refuses anywhere but at the start of the whole expression; they are scoped to the
+    language's part ("(?iu:...)"), where they belong: the learned shapes are not case-insensitive.
+    """
+    if own is None:
+        return learned
+    flags = _LEADING_FLAGS.match(own)
+    if flags:
+        letters = "".join(dict.fromkeys(re.sub(r"[()?]", "", flags.group(0))))
+        own = f"(?{letters}:{own[flags.end():]})"
+    return f"{learned}|{own}"
+
+
 def apply_treebank_rules(tokenizer: Tokenizer, rules: TreebankRules) -> None:
     """Add the rules to a spaCy tokenizer, in place, keeping its own rules behind them.
 
@@ -154,7 +173,7 @@ def apply_treebank_rules(tokenizer: Tokenizer, rules: TreebankRules) -> None:
         learned = "|".join(shape_pattern(s) for s in rules.number_shapes)
         pattern = f"(?:{learned})$"
         own = _pattern_of(tokenizer.token_match)
-        tokenizer.token_match = re.compile(pattern if own is None else f"{pattern}|{own}").match
+        tokenizer.token_match = re.compile(_either(pattern, own)).match
     if rules.punctuation_shapes:
         longest_first = sorted(rules.punctuation_shapes, key=len, reverse=True)
         runs = [shape_pattern(s) for s in longest_first]
@@ -162,8 +181,8 @@ def apply_treebank_rules(tokenizer: Tokenizer, rules: TreebankRules) -> None:
         own_prefix = _pattern_of(tokenizer.prefix_search)
         suffixes = "|".join(f"{run}$" for run in runs)
         prefixes = "|".join(f"^{run}" for run in runs)
-        tokenizer.suffix_search = re.compile(suffixes if own_suffix is None else f"{suffixes}|{own_suffix}").search
-        tokenizer.prefix_search = re.compile(prefixes if own_prefix is None else f"{prefixes}|{own_prefix}").search
+        tokenizer.suffix_search = re.compile(_either(suffixes, own_suffix)).search
+        tokenizer.prefix_search = re.compile(_either(prefixes, own_prefix)).search
     if rules.special_cases:
         learned_cases = {text: [{"ORTH": piece} for piece in pieces] for text, pieces in rules.special_cases.items()}
         tokenizer.rules = {**(tokenizer.rules or {}), **learned_cases}
