@@ -27,7 +27,9 @@ from ..defaults import MAX_LENGTH, MAX_WINDOW, SEGMENTATION, SKIP_WHITESPACE
 from ..defaults import STRIDE as DEFAULT_STRIDE
 
 SEGMENTATIONS = ("auto", "sents", "windows")
-_SENTENCE_FINAL = {".", "!", "?", "...", "…", "?!", "!?"}
+# a token made of these characters alone ends a sentence: ".", "...", "?!", "!!", and the full stops
+# and question marks of the scripts the published multilingual models cover (CJK, Arabic, Devanagari)
+_SENTENCE_FINAL = frozenset(".!?…。！？｡؟।॥")
 
 
 class Segment(NamedTuple):
@@ -178,7 +180,7 @@ def _sentences(texts: Sequence[str]) -> List[Tuple[int, int]]:
     spans = []
     start = 0
     for k, text in enumerate(texts):
-        if text in _SENTENCE_FINAL:
+        if text and _SENTENCE_FINAL.issuperset(text):
             spans.append((start, k + 1))
             start = k + 1
     if start < len(texts):
