@@ -13,18 +13,10 @@ from spacy.training import Example
 
 from spacy_elmo.pipeline.treebank_tokenizer import _either
 
-CONFIG = """
-[nlp]
-lang = "fr"
-pipeline = []
-[nlp.tokenizer]
-@tokenizers = "spacy-elmo.TreebankTokenizer.v1"
-[components]
-[initialize]
-[initialize.tokenizer]
-min_count = 2
-min_shape_count = 2
-"""
+from ..pipeline.test_treebank_tokenizer import CONFIG as ENGLISH_CONFIG
+
+CONFIG = ENGLISH_CONFIG.replace('lang = "en"', 'lang = "fr"')
+
 GOLD = [(["Appelez", "01-23-45", "demain"], [True, True, False]),
         (["Appelez", "02-34-56", "."], [True, False, False]),
         (["Fax", "03-45-67", "."], [True, False, False])]
