@@ -77,7 +77,10 @@ def embed_batches(
                         arrays.append(array if j == 0 else array.copy())
                 yield indices, arrays
     finally:
-        bilm.train(was_training)
+        # the mode put back as it was, not through BiLM.train, which clears the caches for weights about
+        # to change: embedding changed none, and a fine-tuned biLM since frozen (left in train mode by
+        # thinc's shim) lost its token and doc caches on every call
+        torch.nn.Module.train(bilm, was_training)
 
 
 def length_sorted_batches(lengths: Sequence[int], batch_tokens: int, max_batch_sentences: int) -> Iterable[List[int]]:
