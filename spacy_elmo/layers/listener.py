@@ -118,6 +118,7 @@ def _forward(model: ElmoListenerLayer, docs, is_train: bool):
             layers = _upstream_layers(model, doc)
             if layers is None:
                 raise ValueError(
+                    _missing_upstream(model) or
                     f"ElmoListener (upstream '{model.upstream_name}') got a doc without doc._.elmo during "
                     "training: the elmo component did not run in this update. If it is in [training] "
                     "frozen_components, add it to annotating_components too, or leave it out of "
@@ -151,6 +152,9 @@ def _unlinked_message(model: ElmoListenerLayer) -> str:
             f"ElmoListener (upstream '{model.upstream_name}'): '{upstream}' must come before '{component}' "
             f"in the pipeline (add it with nlp.add_pipe('{upstream}', before='{component}'))"
         )
+    missing = _missing_upstream(model)
+    if missing is not None:
+        return missing
     return (
         f"ElmoListener (upstream '{model.upstream_name}') got docs without doc._.elmo and is not "
         f"linked to an elmo component: {_UPSTREAM_HELP}"
@@ -170,12 +174,37 @@ def _upstream_layers(model: ElmoListenerLayer, doc):
     layers = doc._.elmo
     source = layers_source(doc) if layers is not None else None
     if source is not None and model.upstream_name not in ("*", source):
-        raise ValueError(
-            f"ElmoListener (upstream '{model.upstream_name}') got doc._.elmo written by the elmo component "
-            f"'{source}', which ran after '{model.upstream_name}' and replaced its layers: put the components "
-            f"that listen to '{model.upstream_name}' before '{source}' in the pipeline"
-        )
+        raise ValueError(_other_source_message(model, source))
     return layers
+
+
+def _missing_upstream(model: ElmoListenerLayer, source: Optional[str] = None) -> Optional[str]:
+    """The message for a listener whose upstream names no component of its pipeline (renamed, or a
+    typo); None where it does, or where the pipeline is not known. `source`: the component whose
+    layers the doc holds, the likely upstream."""
+    from ..pipeline.component import holding_pipeline_names  # the pipeline package imports this module
+
+    upstream = model.upstream_name
+    names = holding_pipeline_names(model)
+    if upstream == "*" or names is None or upstream in names:
+        return None
+    fix = f"'{source}' or '*'" if source else "the name of its elmo component, or '*'"
+    found = f"its layers came from '{source}'" if source else f"its components: {', '.join(names)}"
+    return (
+        f"ElmoListener (upstream '{upstream}'): the pipeline has no component named '{upstream}' "
+        f"({found}): set the listener's upstream to {fix}"
+    )
+
+
+def _other_source_message(model: ElmoListenerLayer, source: str) -> str:
+    """Why a doc's layers came from `source`, not the listener's upstream: no component of that name,
+    else one placed before `source`, which replaced its layers."""
+    upstream = model.upstream_name
+    return _missing_upstream(model, source) or (
+        f"ElmoListener (upstream '{upstream}') got doc._.elmo written by the elmo component "
+        f"'{source}', which ran after '{upstream}' and replaced its layers: put the components "
+        f"that listen to '{upstream}' before '{source}' in the pipeline"
+    )
 
 
 def _empty_backprop(d_outputs) -> list:  # module level, for pickling

@@ -624,6 +624,17 @@ def misplaced_upstream(listener: ElmoListenerLayer) -> Optional[Tuple[str, str]]
     return None
 
 
+def holding_pipeline_names(listener: ElmoListenerLayer) -> Optional[List[str]]:
+    """The component names of the pipeline whose components hold `listener` (None: no such pipeline
+    is known, as in `misplaced_upstream`)."""
+    for nlp in list(_PIPELINES):
+        for _, proc in nlp.pipeline:
+            model = getattr(proc, "model", None)
+            if isinstance(model, Model) and any(node is listener for node in model.walk()):
+                return list(nlp.pipe_names)
+    return None
+
+
 def _saved_pipe_config(config_file: Path, name: str) -> Optional[Dict[str, Any]]:
     """The `[components.NAME]` block of a saved pipeline's config.cfg, uninterpolated (None: none readable)."""
     if not config_file.is_file():
