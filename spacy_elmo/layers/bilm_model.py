@@ -35,6 +35,7 @@ from ..bilm.config import BiLMConfig
 from ..bilm.model import BiLM, length_sorted_batches
 from ..bilm.engine.weights_key import weights_key
 from .. import defaults
+from .config_value import setting
 from .doc_cache import DocCache
 from .loaders import LOADER_ATTR, ensure_weights
 from .segments import SEGMENTATIONS, Segment, check_stride, doc_segments, segments_key
@@ -210,13 +211,13 @@ def _configure(model: Model, bilm: BiLM) -> None:
 
 def _apply_backend(model: Model, bilm: BiLM) -> None:
     """A loaded, deserialized or installed biLM takes the architecture's backend setting."""
-    backend = model.attrs.get("backend", "auto")
+    backend = setting(model, "backend", "auto")
     if bilm.backend != backend:
         bilm.backend = backend
 
 
 def _set_token_cache(model: Model, bilm: BiLM) -> None:
-    size = model.attrs["token_cache_size"]
+    size = setting(model, "token_cache_size")
     if size and model.attrs["frozen"] and bilm.token_cache is None:
         bilm.enable_cache(size)
     elif (not size or not model.attrs["frozen"]) and bilm.token_cache is not None:
@@ -238,14 +239,14 @@ def _no_backprop(d_outputs: OutT) -> InT:
 
 
 def _segments(model: Model, doc) -> List[Segment]:
-    attrs = model.attrs
+    max_length = setting(model, "max_length")
     return doc_segments(
         doc,
-        attrs["max_window"],
-        attrs["segmentation"],
-        attrs["skip_whitespace"],
-        attrs["max_length"],
-        attrs.get("stride", attrs["max_length"]),
+        setting(model, "max_window"),
+        setting(model, "segmentation"),
+        setting(model, "skip_whitespace"),
+        max_length,
+        setting(model, "stride", max_length),
     )
 
 
@@ -274,7 +275,7 @@ def predict_layers(model: Model, bilm: BiLM, docs: InT, use_doc_cache: bool = Fa
             jobs.append((d, segment))
             sentences.append([doc[i].text for i in segment.indices])
     if sentences:
-        batches = bilm.embed_batches(sentences, batch_tokens=model.attrs["batch_tokens"], precision=precision)
+        batches = bilm.embed_batches(sentences, batch_tokens=setting(model, "batch_tokens"), precision=precision)
         for positions, arrays in batches:
             for p, array in zip(positions, arrays):
                 d, segment = jobs[p]
@@ -287,7 +288,7 @@ def predict_layers(model: Model, bilm: BiLM, docs: InT, use_doc_cache: bool = Fa
 
 def _precision(model: Model, bilm: BiLM) -> str:
     """bfloat16 autocast (float16 where bf16 is unsupported) with mixed_precision on CUDA."""
-    if not model.attrs.get("mixed_precision") or bilm.device.type != "cuda":
+    if not setting(model, "mixed_precision", False) or bilm.device.type != "cuda":
         return "float32"
     return "bfloat16" if torch.cuda.is_bf16_supported() else "float16"
 
@@ -303,7 +304,7 @@ def _forward_finetune(model: Model, bilm: BiLM, docs: InT) -> Tuple[OutT, Callab
     if not sentences:
         return [model.ops.alloc3f(bilm.n_layers, len(doc), bilm.width) for doc in docs], _no_backprop
     lengths = [len(s) for s in sentences]
-    order = list(length_sorted_batches(lengths, model.attrs["batch_tokens"], _FINETUNE_BATCH_SENTENCES))
+    order = list(length_sorted_batches(lengths, setting(model, "batch_tokens"), _FINETUNE_BATCH_SENTENCES))
     batches = [[sentences[j] for j in batch] for batch in order]
     per_batch, backprop_torch = model.layers[0](batches, is_train=True)
     ops = model.ops

@@ -40,10 +40,21 @@ class ConfigValue:
         return f"ConfigValue({self.value!r})"
 
 
-def setting(model: Model, name: str) -> Any:
-    """The plain value of attr `name`, whether it holds a ConfigValue or a value set directly."""
-    value = model.attrs[name]
+_REQUIRED = object()
+
+
+def setting(model: Model, name: str, default: Any = _REQUIRED) -> Any:
+    """The plain value of attr `name`, whether it holds a ConfigValue or a value set directly
+    (`default` where the model has no such attr; without one that is a KeyError)."""
+    value = model.attrs[name] if default is _REQUIRED else model.attrs.get(name, default)
     return value.value if isinstance(value, ConfigValue) else value
+
+
+def decided_by_config(model: Model, names: Any) -> None:
+    """Make the attrs `names` of `model` settings the config decides (`ConfigValue`), where it has them."""
+    for name in names:
+        if name in model.attrs:
+            model.attrs[name] = ConfigValue(setting(model, name))
 
 
 @serialize_attr.register(ConfigValue)
@@ -56,4 +67,4 @@ def _load(built: ConfigValue, saved: bytes, name: str, model: Model) -> ConfigVa
     return built  # the config's value (with any override) wins over the saved one
 
 
-__all__ = ["ConfigValue", "setting"]
+__all__ = ["ConfigValue", "decided_by_config", "setting"]

@@ -22,7 +22,8 @@ from spacy.util import registry
 from thinc.api import Model
 from thinc.types import Floats2d, Floats3d
 
-from .config_value import ConfigValue
+from .. import defaults
+from .config_value import ConfigValue, decided_by_config
 from .listener import DEFAULT_DROPOUT, mix_chain
 from .bilm_model import drop_bilm
 from .loaders import LOADER_ATTR, ensure_weights, resolve_loader
@@ -53,6 +54,9 @@ def ElmoStandalone(
         biLM). A saved pipeline carries its own copy and never reads it.
     """
     bilm.attrs["frozen"] = ConfigValue(bool(frozen))  # the config decides, also over a saved pipeline
+    # and so do the biLM's own settings (backend, max_length...): the elmo component restores them itself
+    # after loading; this copy of its model has no component to do it
+    decided_by_config(bilm, defaults.model_settings())
     if weights is not None:
         bilm.attrs[LOADER_ATTR] = resolve_loader(weights)  # read on first use, unless loaded from disk
         if bilm.attrs.get("fresh"):
