@@ -52,7 +52,10 @@ class ElmoListenerLayer(Model):
     name = "elmo-listener"
 
     def __init__(self, upstream_name: str) -> None:
-        Model.__init__(self, name=self.name, forward=_forward, dims={"nO": None, "nL": None})
+        Model.__init__(
+            self, name=self.name, forward=_checked_forward, init=_init_listener, dims={"nO": None, "nL": None},
+            attrs={INITIALIZED_WIDTH: None},
+        )
         self.upstream_name = upstream_name
         self._batch_id: Optional[int] = None
         self._outputs: Optional[List[Floats3d]] = None
@@ -105,6 +108,33 @@ class ElmoListenerLayer(Model):
                 "the upstream elmo component and this component must be updated on the same docs "
                 "(nlp.update does this)"
             )
+
+
+INITIALIZED_WIDTH = "initialized_width"
+"""Listener attr: the width of the layers the listening component was initialized on (saved with it)."""
+
+
+def _init_listener(model: ElmoListenerLayer, X=None, Y=None) -> ElmoListenerLayer:
+    """Record the layers' width the listening component's weights are being made for."""
+    model.attrs[INITIALIZED_WIDTH] = model.maybe_get_dim("nO")
+    return model
+
+
+def _checked_forward(model: ElmoListenerLayer, docs, is_train: bool):
+    """`_forward`, refusing layers of another width than the component was initialized on: a biLM of
+    other sizes put in the upstream's place (its model file replaced, other weights at load) would
+    fail later in the component's first matrix product, with a shape error naming neither."""
+    outputs, backprop = _forward(model, docs, is_train)
+    expected = model.attrs.get(INITIALIZED_WIDTH)
+    for layers in outputs:
+        if expected and layers.shape[-1] != expected:
+            raise ValueError(
+                f"ElmoListener (upstream '{model.upstream_name}'): the elmo component gives layers of width "
+                f"{layers.shape[-1]}, but the component listening to it was initialized on width {expected}: "
+                "its biLM was replaced by one of other sizes. Use the biLM it was trained with, or train the "
+                "component anew from its config on this biLM (spacy train)"
+            )
+    return outputs, backprop
 
 
 def _forward(model: ElmoListenerLayer, docs, is_train: bool):
@@ -370,4 +400,6 @@ def _init_mix_chain(model: Model, X=None, Y=None) -> Model:
     return model
 
 
-__all__ = ["DROPOUT_ATTR", "ElmoDropout", "ElmoListener", "ElmoListenerLayer", "GradFactor", "mix_chain"]
+__all__ = [
+    "DROPOUT_ATTR", "INITIALIZED_WIDTH", "ElmoDropout", "ElmoListener", "ElmoListenerLayer", "GradFactor", "mix_chain",
+]
