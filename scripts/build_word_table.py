@@ -33,6 +33,7 @@ the same rows instead), and OUT/vectors.txt, the rows in word2vec text format
 import argparse
 import importlib.metadata
 import itertools
+import shutil
 import sys
 from collections import Counter
 from pathlib import Path
@@ -50,7 +51,7 @@ from spacy_elmo.pretrain.text_corpus import (  # noqa: E402
 )
 from spacy_elmo.resumable_training import RUN_SETTINGS, path_identity, record_settings  # noqa: E402
 from spacy_elmo.pretrain.word_table import (  # noqa: E402
-    VECTORS_FILE, select_rows, write_spacy_vectors, write_word2vec_text, write_word_table,
+    VECTORS_FILE, check_word_table, select_rows, write_spacy_vectors, write_word2vec_text, write_word_table,
 )
 
 DEFAULT_TEXT = ROOT.parent / "shared" / "data" / "pretrain_en" / "train.txt.gz"
@@ -93,7 +94,14 @@ def read_words(path: Path) -> List[str]:
     table = pq.read_table(path)
     if table.num_columns != 1:
         msg.fail(f"{path}: expected one column of words, found {table.column_names}", exits=1)
-    return [str(w) if w is not None else "" for w in table.column(0).to_pylist()]
+    words = table.column(0).to_pylist()
+    if any(w is not None and not isinstance(w, (str, bytes)) for w in words):
+        msg.fail(f"{path}: the word column holds {table.column(0).type} values, not words", exits=1)
+    try:
+        return [w.decode("utf-8") if isinstance(w, bytes) else (w if w is not None else "") for w in words]
+    except UnicodeDecodeError as err:
+        msg.fail(f"{path}: a word that is not UTF-8 ({err})", exits=1)
+        raise
 
 
 def text_tokens(files: List[Path], lang: str, tokenizer: str, max_lines: int) -> Iterable[List[str]]:
@@ -223,9 +231,19 @@ def main(argv: Optional[List[str]] = None) -> None:
             "text_token_coverage": round(covered / max(1, n_tokens), 6),
         },
     }
+    if not words:
+        msg.fail(f"no row chosen: none of the text's words has a vector in {args.package}, and --top-vectors "
+                 "is 0; a table with no rows would give every token the unknown row", exits=1)
+    try:  # before anything there changes: a refused table leaves the one on disk whole
+        check_word_table(words, table_vectors, dtype=args.dtype, lowercase=lowercase)
+    except ValueError as err:
+        msg.fail(f"{args.package}: {err}", exits=1)
     # the record of the table there before (scripts/pretrain.py's, or this script's) named another
-    # text: gone before the table changes, so that no table is reused as built from a text it was not
+    # text: gone before the table changes, so that no table is reused as built from a text it was not;
+    # so are the spaCy vectors made from it (--spacy-vectors), which a baseline would read as this one's
     (args.output / RUN_SETTINGS).unlink(missing_ok=True)
+    shutil.rmtree(args.output / "spacy", ignore_errors=True)
+    (args.output / "vectors.txt").unlink(missing_ok=True)
     table = write_word_table(args.output, words, table_vectors, info, dtype=args.dtype, lowercase=lowercase)
     record_settings(args.output, text_record(args.text, args.max_lines))
     size = (args.output / VECTORS_FILE).stat().st_size

@@ -88,7 +88,7 @@ def main(argv: Optional[List[str]] = None) -> None:
         msg.fail(f"{args.weights or 'the embedded model'} has no word table: its token layer reads "
                  "characters only, so there are no static vectors to share", exits=1)
     table_info = model.metadata.get("word_table") or {}
-    lowercase = bool(table_info.get("lowercase", True))
+    lowercase = bool(bilm.word_table_vocab.lowercase)  # as the biLM looks words up (a converted model: cased)
     words = bilm.word_table_vocab.words
     table: torch.Tensor = bilm.token_encoder.word_table  # type: ignore[assignment]
     vectors = table.detach().float().cpu().numpy()

@@ -65,6 +65,43 @@ def select_rows(
     return sorted(keep)
 
 
+def check_word_table(
+    words: Sequence[str], vectors: numpy.ndarray, dtype: str = "float16", lowercase: bool = True
+) -> numpy.ndarray:
+    """The table's array in `dtype`, or a ValueError saying why these words and vectors cannot be one
+    (see `write_word_table`): checked before anything is written, so a refused table leaves the
+    one already on disk whole."""
+    if dtype not in TABLE_DTYPES:
+        raise ValueError(f"dtype must be one of {TABLE_DTYPES}, got {dtype!r}")
+    if vectors.ndim != 2 or vectors.shape[0] != len(words):
+        raise ValueError(f"{len(words)} words need a (rows, dim) array of {len(words)} rows, got {vectors.shape}")
+    bad = [w for w in words if not usable_word(w)]
+    if bad:
+        raise ValueError(f"words that cannot be rows (empty, whitespace, or a learned row's name): {bad[:5]}")
+    if lowercase:
+        cased = [w for w in words if w != w.lower()]
+        if cased:
+            raise ValueError(
+                f"{len(cased)} word(s) with upper-case letters in a lower-cased table, e.g. {cased[0]!r}: "
+                "lowercase=True looks every token up lower-cased, so their rows could never be read; lower-case "
+                "the words first (keeping one row of those that lower-case alike), or write a cased table "
+                "(lowercase=False)"
+            )
+    WordTableVocabulary(words, lowercase=lowercase)  # duplicates are an error here, not at load time
+    with numpy.errstate(over="ignore", invalid="ignore"):  # values beyond float16's range: reported just below
+        array = numpy.ascontiguousarray(vectors, dtype=numpy.dtype(dtype))
+    finite = numpy.isfinite(array).all(axis=1)
+    if not finite.all():
+        overflow = bool(numpy.isfinite(numpy.asarray(vectors, dtype=numpy.float64)[~finite]).all())
+        named = ", ".join(repr(words[i]) for i in numpy.flatnonzero(~finite)[:5])
+        raise ValueError(
+            f"{int((~finite).sum())} row(s) not finite in {dtype}, e.g. {named}: "
+            + ("their values are beyond float16's range (write the table as float32)" if overflow
+               else "they hold NaN or infinity in the vector file (leave those words out)")
+        )
+    return array
+
+
 def write_word_table(
     directory: PathLike,
     words: Sequence[str],
@@ -82,31 +119,11 @@ def write_word_table(
     refused: lower-case them first (`select_rows` on the lower-cased words keeps the
     first row of those that lower-case alike, as scripts/build_word_table.py does).
     """
-    if dtype not in TABLE_DTYPES:
-        raise ValueError(f"dtype must be one of {TABLE_DTYPES}, got {dtype!r}")
     words = list(words)
-    if vectors.ndim != 2 or vectors.shape[0] != len(words):
-        raise ValueError(f"{len(words)} words need a (rows, dim) array of {len(words)} rows, got {vectors.shape}")
-    bad = [w for w in words if not usable_word(w)]
-    if bad:
-        raise ValueError(f"words that cannot be rows (empty, whitespace, or a learned row's name): {bad[:5]}")
-    if lowercase:
-        cased = [w for w in words if w != w.lower()]
-        if cased:
-            raise ValueError(
-                f"{len(cased)} word(s) with upper-case letters in a lower-cased table, e.g. {cased[0]!r}: "
-                "lowercase=True looks every token up lower-cased, so their rows could never be read; lower-case "
-                "the words first (keeping one row of those that lower-case alike), or write a cased table "
-                "(lowercase=False)"
-            )
-    WordTableVocabulary(words, lowercase=lowercase)  # duplicates are an error here, not at load time
+    array = check_word_table(words, vectors, dtype, lowercase)
     directory = Path(directory)
     directory.mkdir(parents=True, exist_ok=True)
     (directory / INFO_FILE).unlink(missing_ok=True)  # the directory is incomplete until it is rewritten
-    with numpy.errstate(over="ignore"):  # values beyond float16's range: reported just below
-        array = numpy.ascontiguousarray(vectors, dtype=numpy.dtype(dtype))
-    if not numpy.isfinite(array).all():
-        raise ValueError(f"the vectors are not all finite in {dtype}")
     with atomic_path(directory / VECTORS_FILE) as tmp:
         with open(tmp, "wb") as handle:
             numpy.save(handle, array, allow_pickle=False)
@@ -169,7 +186,10 @@ def load_word_table(directory: PathLike) -> Tuple[WordTableVocabulary, torch.Ten
         array = numpy.load(directory / VECTORS_FILE, allow_pickle=False)
     except (OSError, ValueError) as err:
         raise WordTableError(f"{directory / VECTORS_FILE}: not a readable .npy array ({err})") from None
-    words = (directory / WORDS_FILE).read_text(encoding="utf-8").split("\n")
+    try:
+        words = (directory / WORDS_FILE).read_text(encoding="utf-8").split("\n")
+    except (OSError, UnicodeDecodeError) as err:
+        raise WordTableError(f"{directory / WORDS_FILE}: not a readable UTF-8 word list ({err})") from None
     if words and words[-1] == "":
         words.pop()
     rows, dim = info.get("rows"), info.get("dim")
@@ -230,7 +250,7 @@ def write_spacy_vectors(directory: PathLike, words: Sequence[str], vectors: nump
 
 
 __all__ = [
-    "FORMAT_NAME", "INFO_FILE", "VECTORS_FILE", "WORDS_FILE", "WordTableError", "load_word_table",
+    "FORMAT_NAME", "INFO_FILE", "VECTORS_FILE", "WORDS_FILE", "WordTableError", "check_word_table", "load_word_table",
     "read_table_info", "select_rows", "usable_word", "write_spacy_vectors", "write_word2vec_text",
     "write_word_table",
 ]
