@@ -16,7 +16,10 @@ train.log (the console table), run_settings.json and wall_time.json as
 `spacy_elmo.resumable_training`: Ctrl-C, SIGTERM or --max-minutes end it
 after the current step with model-last saved (exit 130, 143 or 3: not
 finished), and --resume continues it from there (PIPELINE and the other
-settings are then model-last's own); 0 once it has reached its end. A fresh
+settings are then model-last's own: arguments that differ from the run's
+record are ignored, and a line says so; a run whose PIPELINE or corpora
+changed since it started is refused, naming the difference); 0 once it
+has reached its end. A fresh
 start keeps a finished run made with the same settings (PIPELINE's and the
 corpora's contents, learning rate, patience, step cap, seed) and refuses
 one made with others, or an unfinished one, unless --overwrite.
@@ -25,7 +28,7 @@ import argparse
 import platform
 import sys
 from pathlib import Path
-from typing import Any, Dict
+from typing import Any, Dict, Optional
 
 
 def main() -> None:
@@ -69,13 +72,19 @@ def finetune(args: argparse.Namespace) -> int:
     from thinc.api import fix_random_seed, require_gpu
 
     from spacy_elmo.resumable_training import (
-        MODEL_LAST, ResumeError, Tee, exit_status, finished_run_kept, recover_output, train_resumable,
+        MODEL_LAST, ResumeError, Tee, TrainingSettingsError, check_training, exit_status, finished_run_kept,
+        open_run_log, output_folder_problem, recover_output, train_resumable,
     )
 
     output = Path(args.output)
+    problem = output_folder_problem(output)  # before the pipeline is loaded (mkdir's traceback came after)
+    if problem:
+        sys.exit(problem)
     recover_output(output)  # a model-last that a run killed while saving left as model-last.old
-    settings = None
-    if not args.resume:  # before anything is written or loaded: a refused or kept run is left as it is
+    settings, record = None, None
+    if args.resume:
+        record = check_resume(args, output)
+    else:  # before anything is written or loaded: a refused or kept run is left as it is
         if not Path(args.pipeline).is_dir():
             sys.exit(f"{args.pipeline}: no such pipeline directory (the model-best of a frozen ELMo run)")
         settings = run_settings(args)
@@ -92,26 +101,48 @@ def finetune(args: argparse.Namespace) -> int:
     source = output / MODEL_LAST if args.resume else Path(args.pipeline)
     try:
         nlp = spacy.load(source)
-    except (OSError, ValueError) as err:  # spaCy's E050 and kin: its message, one line
+    except (OSError, ValueError) as err:  # spaCy's E050, msgpack's errors and kin: their message, one line
         sys.exit(f"{'cannot resume: ' if args.resume else ''}{source}: cannot load the pipeline "
-                 f"({' '.join(str(err).split())})")
+                 f"({' '.join(str(err).split())}){'; start afresh with --overwrite' if args.resume else ''}")
     if not args.resume:
         prepare(nlp, args)
-    output.mkdir(parents=True, exist_ok=True)
-    with open(output / "train.log", "a" if args.resume else "w", encoding="utf-8") as log:
+        try:  # --max-steps -1 and kin, before anything is written
+            check_training(nlp.config.interpolate()["training"], args.max_minutes)
+        except TrainingSettingsError as err:
+            sys.exit(str(err))
+    with open_run_log(output, args.resume) as log:
         try:
             state = train_resumable(nlp, output, resume=args.resume, overwrite=args.overwrite,
                                     max_minutes=args.max_minutes, use_gpu=args.gpu_id, stdout=Tee(sys.stdout, log),
                                     settings=settings)
-        except (ResumeError, OSError) as err:
+        except (ResumeError, TrainingSettingsError, OSError) as err:
             sys.exit(f"cannot resume: {err}" if args.resume else str(err))
         code, message = exit_status(state)
         if message:
             log.write(f"{output}: {message}\n")
-    write_wall_time(output, state, args, nlp.config["training"]["optimizer"]["learn_rate"], code)
+    write_wall_time(output, state, args, nlp.config["training"]["optimizer"]["learn_rate"], code, record)
     if message:
         print(f"{output}: {message}", file=sys.stderr)
     return code
+
+
+def check_resume(args: argparse.Namespace, output: Path) -> Optional[Dict[str, Any]]:
+    """Before --resume loads anything: the run's record (run_settings.json, None for a run from before
+    them) and training state, read and checked (a damaged record failed the run only after it had
+    finished training), and the files it recorded by contents (PIPELINE, the corpora): one line naming
+    the file or difference where not. Arguments that differ from the record are ignored, the run
+    going on as recorded: one line says so."""
+    from spacy_elmo.resumable_training import ResumeError, check_resumable, ignored_arguments
+
+    try:
+        record = check_resumable(output)
+    except ResumeError as err:
+        sys.exit(f"cannot resume: {err}")
+    ignored = ignored_arguments(record, run_settings(args))
+    if ignored:
+        print(f"{output}: --resume goes on with the run as recorded in its run_settings.json, not with these "
+              f"arguments: {'; '.join(ignored)}", file=sys.stderr)
+    return record
 
 
 def prepare(nlp, args: argparse.Namespace) -> None:
@@ -133,15 +164,14 @@ def prepare(nlp, args: argparse.Namespace) -> None:
 
 
 def write_wall_time(output: Path, state: Dict[str, Any], args: argparse.Namespace, learn_rate: float,
-                    code: int) -> None:
+                    code: int, record: Optional[Dict[str, Any]] = None) -> None:
     """wall_time.json: training seconds (resumed sessions included), why it stopped, the exit status, and
-    the run as first started (its command line, the pipeline it started from; each resume's command listed)."""
-    from spacy_elmo.resumable_training import read_record
+    the run as first started (its command line, the pipeline it started from; each resume's command listed).
+    On --resume, `record` is the run's run_settings.json as read before training (None: there is none)."""
     from spacy_elmo.resumable_training import write_wall_time as write
 
     first_run: Dict[str, Any] = {"command": [sys.executable, *sys.argv], "from": args.pipeline}
     if args.resume:  # where no earlier wall_time.json says so: the first session's, as recorded
-        record = read_record(output)
         settings = record["settings"] if record else {}
         first_run = {"command": record.get("command") if record else None,
                      "from": (settings.get("pipeline") or {}).get("path")}

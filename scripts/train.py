@@ -17,7 +17,11 @@ Ctrl-C or SIGTERM end the run after its current step and save model-last
 spent (exit 3; wall_time.json says `"stopped": "time budget"`). --resume
 continues such a run from OUTPUT_DIR/model-last, with its optimizer state,
 step count, best score and patience, to where the uninterrupted run would
-end; the config and overrides are then those model-last was saved with.
+end; the config and overrides are then those model-last was saved with
+(arguments that differ from the run's record are ignored, and a line says
+so), and it is refused, naming the difference, where a file or folder the
+run recorded by contents (a corpus, the config, the biLM) has changed since
+it started: continuing would mix two runs.
 
 A fresh start on an OUTPUT_DIR that holds a run: an unfinished one is
 refused (--resume continues it); a finished one made with the same
@@ -32,7 +36,7 @@ import argparse
 import platform
 import sys
 from pathlib import Path
-from typing import Any, Dict, List
+from typing import Any, Dict, List, Optional, Tuple
 
 
 def overrides_from(args: argparse.Namespace, extra: List[str]) -> dict:
@@ -98,51 +102,42 @@ def main() -> None:
 
 
 def train(args: argparse.Namespace, overrides: Dict[str, Any]) -> int:
-    """Train (or resume, or keep the finished run) into args.output; the exit status (see the docstring)."""
-    import spacy
-    from spacy import util
-    from spacy.training.initialize import init_nlp
-    from thinc.api import require_gpu
+    """Train (or resume, or keep the finished run) into args.output; the exit status (see the docstring).
 
+    Whatever can be checked is checked before anything is written: the output folder, the config
+    and its [training] values, the pipeline's initialization (a fresh start), or the run's record,
+    state and pipeline (--resume)."""
     from spacy_elmo.resumable_training import (
-        MODEL_LAST, ResumeError, Tee, exit_status, finished_run_kept, read_record, recover_output,
+        ResumeError, Tee, TrainingSettingsError, exit_status, open_run_log, output_folder_problem, recover_output,
         train_resumable, write_wall_time,
     )
 
     output = Path(args.output)
+    problem = output_folder_problem(output)
+    if problem:
+        sys.exit(problem)
     recover_output(output)  # a model-last that a run killed while saving left as model-last.old
-    settings = None
-    if not args.resume:  # before anything is written or loaded: a refused or kept run is left as it is
-        try:
-            config = util.load_config(args.config, overrides=overrides, interpolate=False)
-            settings = run_settings(args, overrides, config.interpolate()["training"].get("seed"))
-            kept = finished_run_kept(output, settings, args.overwrite)
-        except (ResumeError, OSError) as err:
-            sys.exit(str(err))
-        except Exception as err:  # the config or an override is invalid: spaCy's message, one line
-            sys.exit(f"{args.config}: {' '.join(str(err).split())}")
+    settings, record = None, None
+    if args.resume:
+        record = check_resume(args, overrides, output)
+        nlp = load_run(output)
+    else:  # before anything is written or loaded: a refused or kept run is left as it is
+        settings, config, kept = fresh_settings(args, overrides, output)
         if kept is not None:
             print(kept)
             return 0
-    output.mkdir(parents=True, exist_ok=True)
-    if args.gpu_id >= 0:
-        require_gpu(args.gpu_id)
-    with open(output / "train.log", "a" if args.resume else "w", encoding="utf-8") as log:
+        nlp = init_pipeline(args, config)
+    with open_run_log(output, args.resume) as log:
         tee = Tee(sys.stdout, log)
         try:
-            if args.resume:
-                nlp = spacy.load(output / MODEL_LAST)
-            else:
-                nlp = init_nlp(config, use_gpu=args.gpu_id)
             state = train_resumable(nlp, output, resume=args.resume, overwrite=args.overwrite,
                                     max_minutes=args.max_minutes, use_gpu=args.gpu_id, stdout=tee,
                                     settings=settings)
-        except (ResumeError, OSError) as err:
+        except (ResumeError, TrainingSettingsError, OSError) as err:
             sys.exit(f"cannot resume: {err}" if args.resume else str(err))
         code, message = exit_status(state)
         if message:
             log.write(f"{output}: {message}\n")
-    record = read_record(output) if args.resume else None
     first_run: Dict[str, Any] = {"command": [sys.executable, *sys.argv], "overrides": overrides}
     if record is not None:  # where no earlier wall_time.json says so: the first session's, as recorded
         first_run = {"command": record.get("command"), "overrides": record["settings"].get("overrides")}
@@ -155,6 +150,116 @@ def train(args: argparse.Namespace, overrides: Dict[str, Any]) -> int:
     if message:
         print(f"{output}: {message}", file=sys.stderr)
     return code
+
+
+def fresh_settings(args: argparse.Namespace, overrides: Dict[str, Any], output: Path) -> Tuple[Any, Any, Any]:
+    """A fresh start's (settings, config, kept): the run's settings, its config with the overrides, and
+    the line saying OUTPUT already holds this run, finished (None: train). An invalid config or
+    override, or a run there that may not be replaced, exits with one line."""
+    from spacy import util
+
+    from spacy_elmo.resumable_training import ResumeError, finished_run_kept
+
+    try:
+        config = util.load_config(args.config, overrides=overrides, interpolate=False)
+        settings = run_settings(args, overrides, config.interpolate()["training"].get("seed"))
+        kept = finished_run_kept(output, settings, args.overwrite)
+    except (ResumeError, OSError) as err:
+        sys.exit(str(err))
+    except Exception as err:  # the config or an override is invalid: spaCy's message, one line
+        sys.exit(f"{args.config}: {error_line(err)}")
+    return settings, config, kept
+
+
+def error_line(err: Exception) -> str:
+    """spaCy's error as one line: a config validation error as each setting and what is wrong with it
+    (not the whole resolved block it goes on to print)."""
+    from confection import ConfigValidationError
+
+    if isinstance(err, ConfigValidationError) and err.errors:
+        parent = f"{err.parent}." if err.parent else ""
+        return "config validation error: " + "; ".join(
+            f"{parent}{'.'.join(map(str, error.get('loc', [])))}: {error.get('msg')}" for error in err.errors)
+    return " ".join(str(err).split())
+
+
+def init_pipeline(args: argparse.Namespace, config: Any) -> Any:
+    """The pipeline a fresh start trains, initialized from `config`, with its [training] values checked,
+    before the output is written: an override of the wrong type (`--training.max_steps abc`), a corpus
+    with no examples (spaCy's E923), eval_frequency 0 or max_epochs -1 exit with one line (they were a
+    traceback, the last two after run_settings.json had been written)."""
+    from spacy.training.initialize import init_nlp
+    from thinc.api import require_gpu
+
+    from spacy_elmo.resumable_training import TrainingSettingsError, check_training
+
+    if args.gpu_id >= 0:
+        require_gpu(args.gpu_id)
+    try:
+        nlp = init_nlp(config, use_gpu=args.gpu_id)
+        check_training(nlp.config.interpolate()["training"], args.max_minutes)
+    except TrainingSettingsError as err:
+        sys.exit(f"{args.config}: {err}")
+    except (ValueError, AssertionError, OSError) as err:  # spaCy's config validation, E923 and kin
+        sys.exit(f"{args.config}: cannot initialize the pipeline ({error_line(err)})")
+    return nlp
+
+
+def check_resume(args: argparse.Namespace, overrides: Dict[str, Any], output: Path) -> Optional[Dict[str, Any]]:
+    """Before --resume loads anything: the run's record (run_settings.json, None for a run from before
+    them) and training state, read and checked (a damaged record failed the run only after it had
+    finished training; a damaged state was a traceback), and the files it recorded by contents (a corpus
+    changed since it started would mix two runs): one line naming the file or difference where not.
+
+    Arguments given that differ from the record (another --train, an override) are ignored, the run
+    going on as recorded: one line says so."""
+    from spacy_elmo.resumable_training import ResumeError, check_resumable, ignored_arguments
+
+    try:
+        record = check_resumable(output)
+    except ResumeError as err:
+        sys.exit(f"cannot resume: {err}")
+    ignored = ignored_arguments(record, given_settings(args, overrides))
+    if ignored:
+        print(f"{output}: --resume goes on with the run as recorded in its run_settings.json, not with these "
+              f"arguments: {'; '.join(ignored)}", file=sys.stderr)
+    return record
+
+
+SCRIPT_OVERRIDES = ("paths.train", "paths.dev", "training.logger", "initialize.components.elmo.loader")
+"""The overrides this script sets itself (from --train, --dev, --elmo-model): not the caller's own."""
+
+
+def given_settings(args: argparse.Namespace, overrides: Dict[str, Any]) -> Dict[str, Any]:
+    """The settings a resuming command gives, as run_settings.json records them: the config and the
+    corpora, the biLM where --elmo-model pretrained is given, and the overrides on its command line.
+    Those it leaves out (the documented resume command names no override) are not compared."""
+    from spacy_elmo.resumable_training import overrides_by_contents, path_identity
+
+    given: Dict[str, Any] = {"config": path_identity(args.config), "train": path_identity(args.train),
+                             "dev": path_identity(args.dev)}
+    if args.elmo_model == "pretrained":
+        given["pretrained"] = path_identity(args.pretrained_dir)
+    own = {key: value for key, value in overrides.items() if key not in SCRIPT_OVERRIDES}
+    given["overrides"] = overrides_by_contents(own)
+    return given
+
+
+def load_run(output: Path) -> Any:
+    """OUTPUT/model-last, the pipeline --resume goes on from: one line naming it where it cannot be loaded
+    (a damaged component file was msgpack's ValueError as a traceback)."""
+    import spacy
+
+    from spacy_elmo.resumable_training import MODEL_LAST
+
+    if not (output / MODEL_LAST).exists():
+        sys.exit(f"cannot resume: {output / MODEL_LAST}: no such pipeline (no run there to resume); start afresh "
+                 "without --resume")
+    try:
+        return spacy.load(output / MODEL_LAST)
+    except (OSError, ValueError) as err:  # spaCy's E050, msgpack's errors: their message, one line
+        sys.exit(f"cannot resume: {output / MODEL_LAST}: cannot load the pipeline ({' '.join(str(err).split())}); "
+                 "start afresh with --overwrite")
 
 
 if __name__ == "__main__":

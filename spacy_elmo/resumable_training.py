@@ -22,7 +22,10 @@ its output directory:
   pipeline is saved with the optimizer's averages in place when it keeps
   any (`use_averages = true`); the values training goes on from are those
   in `training_state.msg`;
-- model-best: model-last as it was at the best evaluation;
+- model-best: model-last as it was at the best evaluation, written before the model-last that
+  records that evaluation as the best (a run killed between the two resumes from the previous
+  model-last and writes model-best again; one left stale by an older version is rewritten from
+  model-last on --resume where model-last still holds the best evaluation's weights);
 - log.jsonl: one row per evaluation, as spaCy's ConsoleLogger.v3 writes it, appended a whole
   line at a time just before the evaluation's checkpoint (`read_log` leaves out a last line torn
   by a run killed while appending it; --resume drops it, and rows past model-last, and writes
@@ -33,7 +36,8 @@ its output directory:
   fresh start on an output whose run has finished compares its own settings with them: the
   same, the run is kept ("nothing to do"); different, it is refused with each difference named
   (`overwrite` starts again). Hours of training are never deleted by a command that only meant
-  to make sure they had been done.
+  to make sure they had been done. --resume checks that the files and folders it names by
+  contents are still those (`check_inputs`): a corpus changed since would mix two runs.
 
 Each is replaced whole (written beside, then renamed), so a run killed while
 saving keeps the previous one: as NAME.old where it was killed between the
@@ -50,6 +54,7 @@ import argparse
 import glob
 import hashlib
 import json
+import math
 import random
 import shutil
 import signal
@@ -72,6 +77,7 @@ from .pretrain.checkpoint import rng_state, set_rng_state
 MODEL_LAST, MODEL_BEST, LOG = "model-last", "model-best", "log.jsonl"
 STATE_JSON, STATE_MSG = "training_state.json", "training_state.msg"
 RUN_SETTINGS = "run_settings.json"
+WALL_TIME = "wall_time.json"
 FINISHED = ("early stopping", "max steps", "max epochs")
 """Why a run ended that --resume has nothing to add to; any other state (a time budget, a signal, a
 crash that left the last evaluation's checkpoint) can be resumed."""
@@ -97,6 +103,10 @@ class ResumeWarning(UserWarning):
     """A run that resumes, but not exactly where it stopped (a training state from an older version)."""
 
 
+class TrainingSettingsError(ValueError):
+    """A [training] setting, time budget or corpus `train_resumable` cannot train with: one line naming it."""
+
+
 def read_state(output: Path) -> Optional[Dict[str, Any]]:
     """The training state model-last holds (None when there is no model-last to resume).
 
@@ -109,12 +119,50 @@ def read_state(output: Path) -> Optional[Dict[str, Any]]:
         return None
     try:
         state = json.loads(path.read_text(encoding="utf-8"))
-    except ValueError as err:
+    except ValueError as err:  # UnicodeDecodeError among them
         raise ResumeError(f"{path}: not a training state ({err}); start afresh with --overwrite") from None
+    if not isinstance(state, dict):
+        raise ResumeError(f"{path}: not a training state (not a JSON object); start afresh with --overwrite")
     missing = {"step", "epoch", "best_score", "best_step", "seconds", "stopped"} - set(state)
     if missing:
         raise ResumeError(f"{path}: the training state lacks {sorted(missing)}; start afresh with --overwrite")
+    problem = _state_problem(state)
+    if problem:
+        raise ResumeError(f"{path}: not a training state ({problem}); start afresh with --overwrite")
     return state
+
+
+def _is_count(value: Any) -> bool:
+    return isinstance(value, int) and not isinstance(value, bool) and value >= 0
+
+
+def _is_number(value: Any) -> bool:
+    return isinstance(value, (int, float)) and not isinstance(value, bool)
+
+
+_STATE_FIELDS: Dict[str, Tuple[str, Callable[[Any], bool]]] = {
+    "step": ("a count", _is_count),
+    "epoch": ("a count", _is_count),
+    "best_step": ("a count or null", lambda v: v is None or _is_count(v)),
+    "best_score": ("a number or null", lambda v: v is None or _is_number(v)),
+    "seconds": ("a number", _is_number),
+    "stopped": ("a string or null", lambda v: v is None or isinstance(v, str)),
+    "signal": ("a string or null", lambda v: v is None or isinstance(v, str)),
+    "losses": ("an object of numbers", lambda v: isinstance(v, dict) and all(_is_number(x) for x in v.values())),
+    "words": ("a count", _is_count),
+}
+"""What each field of training_state.json must hold (signal, losses and words may be missing: older states)."""
+
+
+def _state_problem(state: Dict[str, Any]) -> Optional[str]:
+    """The first field of a training state that holds the wrong kind of value (None: none does).
+
+    A hand-edited `"step": "x"` passed the check for missing fields and failed later, in the loop,
+    with a TypeError's traceback."""
+    for key, (kind, valid) in _STATE_FIELDS.items():
+        if key in state and not valid(state[key]):
+            return f"its {key} is {json.dumps(state[key])}, not {kind}"
+    return None
 
 
 PathLike = Union[str, Path]
@@ -283,6 +331,77 @@ def check_unfinished(output: PathLike, settings: Dict[str, Any], what: str = "ru
                               f"({'; '.join(differences)}): start it again with --overwrite, or delete {output}")
 
 
+def _inputs_now(settings: Dict[str, Any]) -> Dict[str, Any]:
+    """`settings` with each file or folder named by contents (`path_identity`) as it is now, the rest as given."""
+    now: Dict[str, Any] = {}
+    for key, value in settings.items():
+        if _is_identity(value):
+            now[key] = path_identity(str(value["path"]))
+        elif isinstance(value, dict):
+            now[key] = _inputs_now(value)
+        else:
+            now[key] = value
+    return now
+
+
+def changed_inputs(settings: Dict[str, Any]) -> List[str]:
+    """Each file or folder that recorded `settings` name by contents (a corpus, the config, a biLM, an
+    override such as paths.vectors) whose contents are no longer those, as "name: recorded -> now"."""
+    return settings_differences(settings, _inputs_now(settings))
+
+
+def check_inputs(output: PathLike, what: str = "run") -> None:
+    """Before an unfinished run in OUTPUT is resumed: raise SettingsChanged, naming each difference and the
+    remedies, when a file or folder its run_settings.json names by contents has changed since it started
+    (nothing is checked where there is no record: a run from before them).
+
+    The resumed run reads its corpora from the paths it was started with: a corpus changed there was
+    trained on from the step it resumed at, exit 0, and the next fresh start then refused the finished
+    run as made with other settings."""
+    record = read_record(output)
+    if record is None:
+        return
+    changed = changed_inputs(record["settings"])
+    if changed:
+        raise SettingsChanged(f"{output} holds an unfinished {what} whose inputs changed since it started "
+                              f"({'; '.join(changed)}): put them back to resume it, or start it again with "
+                              "--overwrite")
+
+
+def check_resumable(output: PathLike, what: str = "run") -> Optional[Dict[str, Any]]:
+    """Before --resume loads or writes anything: OUTPUT's run_settings.json (None where there is none: a
+    run from before them), read and checked with the training state model-last holds (ResumeError
+    naming the file where either is damaged: a damaged record failed the run only after it had
+    finished training), and, for an unfinished run, its inputs (`check_inputs`)."""
+    record = read_record(output)
+    saved = read_state(Path(output))
+    if saved is not None and saved["stopped"] not in FINISHED:
+        check_inputs(output, what)
+    return record
+
+
+def _recorded_subset(recorded: Dict[str, Any], given: Dict[str, Any]) -> Dict[str, Any]:
+    """The recorded values of the settings in `given` (of a nested group such as the overrides, only the
+    keys given: an override the resuming command leaves out is not a difference)."""
+    subset: Dict[str, Any] = {}
+    for key, value in given.items():
+        old = recorded.get(key)
+        if isinstance(value, dict) and isinstance(old, dict) and not _is_identity(value) and not _is_identity(old):
+            subset[key] = {name: old.get(name) for name in value}
+        else:
+            subset[key] = old
+    return subset
+
+
+def ignored_arguments(record: Optional[Dict[str, Any]], given: Dict[str, Any]) -> List[str]:
+    """Each setting a resuming command gives (`given`, as its run_settings would record them) that differs
+    from the run's `record` ("name: recorded -> given"; files by contents): --resume goes on with the
+    recorded ones, and says so. Nothing where there is no record."""
+    if record is None:
+        return []
+    return settings_differences(_recorded_subset(record["settings"], given), given)
+
+
 def finished_run_kept(output: PathLike, settings: Dict[str, Any], overwrite: bool = False) -> Optional[str]:
     """Whether a fresh start may train into OUTPUT: None, it may (nothing there, or `overwrite`); a
     line saying so when OUTPUT already holds this run, finished (the caller trains nothing).
@@ -358,7 +477,7 @@ def write_wall_time(output: PathLike, fields: Dict[str, Any], first_run: Dict[st
     run_settings.json, passed by the caller in `first_run`), and the resuming command lines are
     listed under "resumes": a resumed run is described by what defines it, not by its last command.
     """
-    path = Path(output) / "wall_time.json"
+    path = Path(output) / WALL_TIME
     command = [sys.executable, *sys.argv]
     previous: Dict[str, Any] = {}
     if resume and path.is_file():
@@ -560,9 +679,20 @@ def stop_on_signals(stop: threading.Event, received: Optional[List[str]] = None)
             signal.signal(sig, old)
 
 
+def parse_minutes(value: str) -> float:
+    """--max-minutes' value: a finite number >= 0 (-1 trained one step and exited 3, nan set no limit)."""
+    try:
+        minutes = float(value)
+    except ValueError:
+        minutes = math.nan
+    if not math.isfinite(minutes) or minutes < 0:
+        raise argparse.ArgumentTypeError(f"expected a finite number of minutes >= 0 (0: no limit), not {value!r}")
+    return minutes
+
+
 def add_resume_options(parser: argparse.ArgumentParser) -> None:
     """--max-minutes, --resume and --overwrite, as scripts/train.py and scripts/finetune.py take them."""
-    parser.add_argument("--max-minutes", type=float, default=0.0,
+    parser.add_argument("--max-minutes", type=parse_minutes, default=0.0,
                         help="stop (and save model-last) after this many minutes of training in this session; "
                         f"the exit status is then {EXIT_TIME_BUDGET} (unfinished: --resume continues it)")
     parser.add_argument("--resume", action="store_true", help="continue the interrupted run in OUTPUT_DIR")
@@ -599,6 +729,50 @@ def occupied_output(output: PathLike, overwrite: bool) -> Optional[str]:
         return None
     what = "a folder that is not empty" if output.is_dir() else "a file"
     return f"{output}: exists and is {what}; pass --overwrite to replace it, or choose another output"
+
+
+def open_run_log(output: PathLike, resume: bool) -> IO[str]:
+    """OUTPUT/train.log for scripts/train.py and scripts/finetune.py, opened to append (--resume) or
+    afresh, OUTPUT made where it is missing; the script exits with one line where it cannot be written."""
+    output = Path(output)
+    try:
+        output.mkdir(parents=True, exist_ok=True)
+        return open(output / "train.log", "a" if resume else "w", encoding="utf-8")
+    except OSError as err:
+        sys.exit(f"{output}: cannot write there ({err.strerror or err})")
+
+
+def output_folder_problem(output: PathLike) -> Optional[str]:
+    """Why a run cannot be written into the folder OUTPUT (None: it can): OUTPUT, or the nearest of its
+    parents that exists, is not a folder. --overwrite does not change that: it replaces a run, never
+    a file of another kind. Checked before anything is loaded or written (mkdir's FileExistsError
+    came as a traceback after the pipeline had been initialized)."""
+    output = Path(output)
+    if output.exists() and not output.is_dir():
+        return f"{output}: exists and is a file, not a directory; choose another output directory"
+    if not output.exists():
+        above = next((p for p in output.absolute().parents if p.exists()), None)
+        if above is not None and not above.is_dir():
+            return f"{output}: {above} is a file, not a directory; choose another output directory"
+    return None
+
+
+def check_training(training: Dict[str, Any], max_minutes: float = 0.0) -> None:
+    """Raise TrainingSettingsError, naming the setting, for a [training] block (resolved, or a config's
+    interpolated values) or a time budget the loop cannot run with.
+
+    eval_frequency 0 failed with a ZeroDivisionError after run_settings.json had been written, a
+    negative max_epochs, max_steps or patience ended or refused the run at its first step."""
+    for key, least in (("eval_frequency", 1), ("max_epochs", 0), ("max_steps", 0), ("patience", 0)):
+        value = training.get(key)
+        if value is None:
+            continue  # spaCy's default fills it
+        if not _is_count(value) or value < least:
+            zero = {"max_epochs": " (0: no limit)", "max_steps": " (0: no limit)", "patience": " (0: none)"}
+            raise TrainingSettingsError(f"training.{key} must be an integer >= {least}{zero.get(key, '')}, "
+                                        f"got {value!r}")
+    if not math.isfinite(max_minutes) or max_minutes < 0:
+        raise TrainingSettingsError(f"--max-minutes must be a finite number >= 0 (0: no limit), got {max_minutes}")
 
 
 def clear_output(output: PathLike) -> None:
@@ -648,54 +822,40 @@ def train_resumable(
     output = Path(output)
     config = nlp.config.interpolate()
     T = registry.resolve(config["training"], schema=ConfigSchemaTraining)
+    check_training(T, max_minutes)  # before anything is read or written
     seed = config["training"]["seed"] or 0
     if use_gpu >= 0 and T["gpu_allocator"]:
         set_gpu_allocator(T["gpu_allocator"])
+    recover_output(output)
+    saved = _resumable_state(output) if resume else None
+    if saved is not None and saved["stopped"] in FINISHED:
+        stdout.write(msg.info(f"{output}: training had already ended ({saved['stopped']})") + "\n")
+        return saved
     train_corpus, dev_corpus = resolve_dot_names(config, [T["train_corpus"], T["dev_corpus"]])
     optimizer, batcher, score_weights = T["optimizer"], T["batcher"], T["score_weights"]
     before_to_disk = create_before_to_disk_callback(T["before_to_disk"])
     frozen, annotating = T["frozen_components"], T["annotating_components"]
     dropouts: Iterator[float] = iter(constant(T["dropout"]) if isinstance(T["dropout"], float) else T["dropout"])
-    if T["max_epochs"] < 0:
-        raise ValueError("train_resumable shuffles a corpus it holds in memory: max_epochs must be >= 0 "
-                         f"(0: no limit), got {T['max_epochs']}")
     examples = list(train_corpus(nlp))
     if not examples:
-        raise ValueError(f"no training examples in {config['paths'].get('train')}")
+        raise TrainingSettingsError(f"{config['paths'].get('train')}: no training examples (an empty corpus?)")
     evaluate = create_evaluation_callback(nlp, dev_corpus, score_weights)
     owners = parameter_owners(nlp)
     batches = epoch_batches(examples, batcher, seed, T["max_epochs"])
 
-    recover_output(output)
     # losses and words: what the next log row sums since the last evaluation, and the words trained on
     state: Dict[str, Any] = {"step": 0, "epoch": 0, "best_score": None, "best_step": None, "seconds": 0.0,
                              "stopped": None, "signal": None, "losses": {}, "words": 0}
-    if resume:
-        saved = read_state(output)
-        if saved is None:
-            raise ResumeError(f"{output / MODEL_LAST}: no training state to resume (was it written by "
-                              "train_resumable?); start afresh without --resume")
-        if saved["stopped"] in FINISHED:
-            stdout.write(msg.info(f"{output}: training had already ended ({saved['stopped']})") + "\n")
-            return saved
+    if saved is not None:
         state.update(saved, stopped=None, signal=None)
-        extra = srsly.msgpack_loads((output / MODEL_LAST / STATE_MSG).read_bytes())
-        set_optimizer_state(optimizer, owners, extra["optimizer"])
-        if "live" in extra:
-            set_live_parameters(nlp, extra["live"])
-        elif extra["optimizer"].get("averages"):
-            note = (f"{output / MODEL_LAST / STATE_MSG} was written before training states kept the parameters "
-                    "apart from their averages: training goes on from the averaged weights model-last holds, "
-                    "so it will not end exactly where the uninterrupted run would have")
-            warnings.warn(note, ResumeWarning)
-            stdout.write(msg.warn(note) + "\n")
+        extra = _read_extra(output / MODEL_LAST / STATE_MSG)
+        _restore_extra(nlp, optimizer, owners, extra, output / MODEL_LAST / STATE_MSG, stdout, msg)
         for _ in range(state["step"]):  # the schedules and the batches where the run stopped
             optimizer.step_schedules()
             next(dropouts)
             next(batches)
-        rng = dict(extra["rng"], torch=torch.from_numpy(numpy.array(extra["rng"]["torch"], dtype=numpy.uint8)))
-        set_rng_state(rng)
         _truncate_log(output / LOG, state["step"])
+        _repair_model_best(output, saved, stdout, msg)
     else:
         settings = pipeline_settings(nlp) if settings is None else settings
         kept = finished_run_kept(output, settings, overwrite)
@@ -706,6 +866,9 @@ def train_resumable(
         for name in (MODEL_LAST, MODEL_BEST):
             if (output / name).exists():
                 shutil.rmtree(output / name)
+        # where the settings are recorded: the wall time of a run --overwrite replaces is not this run's (its
+        # command and overrides would be kept by this run's --resume after a kill before its first write)
+        (output / WALL_TIME).unlink(missing_ok=True)
         record_settings(output, settings)
         (output / LOG).write_text("", encoding="utf-8")
 
@@ -714,6 +877,7 @@ def train_resumable(
         return nlp.use_params(optimizer.averages) if optimizer.averages else nullcontext()
 
     def save(is_best: bool) -> None:
+        """Write model-last (and, at a best evaluation, model-best first: see `_write_best`)."""
         written = output / (MODEL_LAST + ".tmp")
         if written.exists():
             shutil.rmtree(written)
@@ -726,13 +890,9 @@ def train_resumable(
         extra = {"optimizer": optimizer_state(optimizer, owners), "rng": dict(rng, torch=rng["torch"].numpy()),
                  "live": live}
         (written / STATE_MSG).write_bytes(srsly.msgpack_dumps(extra))
-        _replace_dir(written, output / MODEL_LAST)
         if is_best:
-            copied = output / (MODEL_BEST + ".tmp")
-            if copied.exists():
-                shutil.rmtree(copied)
-            shutil.copytree(output / MODEL_LAST, copied)
-            _replace_dir(copied, output / MODEL_BEST)
+            _write_best(written, output)
+        _replace_dir(written, output / MODEL_LAST)
 
     stdout.write(msg.info(f"Pipeline: {nlp.pipe_names}") + "\n")
     if resume:
@@ -805,6 +965,123 @@ def train_resumable(
     return state
 
 
+def _resumable_state(output: Path) -> Dict[str, Any]:
+    """The training state --resume goes on from (model-last's), after checking that it can: ResumeError
+    where there is none, SettingsChanged where the run's recorded inputs have changed (`check_inputs`;
+    not for a finished run, which trains nothing more). Read before the corpora, so nothing of a
+    refused run is read for nothing, nor written."""
+    check_resumable(output)
+    saved = read_state(output)
+    if saved is None:
+        raise ResumeError(f"{output / MODEL_LAST}: no training state to resume (was it written by "
+                          "train_resumable?); start afresh without --resume")
+    return saved
+
+
+def _read_extra(path: Path) -> Dict[str, Any]:
+    """training_state.msg as `save` wrote it: a ResumeError naming the file and --overwrite where it is
+    damaged (empty, truncated, other bytes), which was msgpack's or a KeyError's traceback."""
+    damaged = f"{path}: not a training state (%s); start afresh with --overwrite"
+    try:
+        extra = srsly.msgpack_loads(path.read_bytes())
+    except OSError as err:
+        raise ResumeError(damaged % (err.strerror or err)) from None
+    except Exception as err:  # any bytes: msgpack's errors, and numpy's for an array it describes wrongly
+        raise ResumeError(damaged % " ".join(str(err).split())) from None
+    if not isinstance(extra, dict) or not isinstance(extra.get("optimizer"), dict):
+        raise ResumeError(damaged % "no optimizer state")
+    rng = extra.get("rng")
+    if not isinstance(rng, dict) or not {"python", "numpy", "torch"} <= set(rng):
+        raise ResumeError(damaged % "no random generators' state")
+    if not isinstance(extra.get("live", {}), dict):
+        raise ResumeError(damaged % "its parameters are not a table")
+    return extra
+
+
+def _restore_extra(nlp, optimizer, owners: Dict[ParamKey, str], extra: Dict[str, Any], path: Path, stdout: Any,
+                   msg: Printer) -> None:
+    """Put back what training_state.msg (`path`) holds: the optimizer's state, the parameters apart from
+    their averages, the random generators. Values of the wrong kind are a ResumeError naming the file
+    (a ResumeError of their own, naming a parameter, stays as it is)."""
+    try:
+        set_optimizer_state(optimizer, owners, extra["optimizer"])
+        if "live" in extra:
+            set_live_parameters(nlp, extra["live"])
+        elif extra["optimizer"].get("averages"):
+            note = (f"{path} was written before training states kept the parameters apart from their "
+                    "averages: training goes on from the averaged weights model-last holds, so it will not "
+                    "end exactly where the uninterrupted run would have")
+            warnings.warn(note, ResumeWarning)
+            stdout.write(msg.warn(note) + "\n")
+        rng = dict(extra["rng"], torch=torch.from_numpy(numpy.array(extra["rng"]["torch"], dtype=numpy.uint8)))
+        set_rng_state(rng)
+    except ResumeError:
+        raise
+    except (KeyError, TypeError, ValueError, IndexError, AttributeError, RuntimeError) as err:
+        raise ResumeError(f"{path}: not a training state ({type(err).__name__}: {' '.join(str(err).split())}); "
+                          "start afresh with --overwrite") from None
+
+
+def _write_best(written: Path, output: Path) -> None:
+    """Copy the checkpoint `written` (model-last.tmp, a best evaluation's) to model-best, before it
+    replaces model-last.
+
+    In that order a kill at any point leaves no model-last that records an evaluation as the best
+    without its model-best: killed before model-best is in place, model-last is the previous one and
+    --resume makes this evaluation again; killed after, model-best is one evaluation ahead of
+    model-last, and --resume's replay of that evaluation writes it again. The other order left a
+    model-best from an earlier evaluation for good, the resumed run exiting 0."""
+    copied = output / (MODEL_BEST + ".tmp")
+    if copied.exists():
+        shutil.rmtree(copied)
+    shutil.copytree(written, copied)
+    _replace_dir(copied, output / MODEL_BEST)
+
+
+def _repair_model_best(output: Path, saved: Dict[str, Any], stdout: Any, msg: Printer) -> None:
+    """On --resume: rewrite model-best from model-last where it is not the best evaluation's that
+    model-last records, and model-last holds that evaluation's weights (saved at it, or stopped right
+    after it): what a kill while model-best was written left before `_write_best` came first.
+
+    A model-best ahead of model-last is left (the replay writes it again); one that cannot be put
+    right (model-last trained on since) is a ResumeWarning, the remedy named."""
+    best_step = saved.get("best_step")
+    if best_step is None:
+        return
+    best_state = _best_state(output) or {}
+    best_at, best_saved_at = best_state.get("best_step"), best_state.get("step")
+    if best_at == best_step or (_is_count(best_saved_at) and best_saved_at > saved["step"]):
+        return
+    held = "none" if best_at is None else f"step {best_at}'s"
+    if saved["step"] != best_step + 1:
+        note = (f"{output / MODEL_BEST} is not the best evaluation's (step {best_step}; it holds {held}) and "
+                "model-last has trained on since, so it cannot be rewritten: start afresh with --overwrite "
+                "for a model-best of this run")
+        warnings.warn(note, ResumeWarning)
+        stdout.write(msg.warn(note) + "\n")
+        return
+    copied = output / (MODEL_BEST + ".tmp")
+    if copied.exists():
+        shutil.rmtree(copied)
+    shutil.copytree(output / MODEL_LAST, copied)
+    # as it was saved at that evaluation: not yet stopped
+    state = dict(json.loads((copied / STATE_JSON).read_text(encoding="utf-8")), stopped=None, signal=None)
+    (copied / STATE_JSON).write_text(json.dumps(state, indent=2), encoding="utf-8")
+    _replace_dir(copied, output / MODEL_BEST)
+    stdout.write(msg.info(f"{output / MODEL_BEST}: rewritten from model-last, which holds the best evaluation "
+                          f"(step {best_step}; model-best held {held})") + "\n")
+
+
+def _best_state(output: Path) -> Optional[Dict[str, Any]]:
+    """model-best's training_state.json (None where there is none, or it is not a JSON object)."""
+    path = output / MODEL_BEST / STATE_JSON
+    try:
+        state = json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return None
+    return state if isinstance(state, dict) else None
+
+
 def _as_floats(losses: Dict[str, Any]) -> None:
     """Each loss as a Python float, in place: what a component added may be a numpy scalar, and the
     sums a resumed run goes on from (training_state.json) are floats, so both runs sum alike."""
@@ -829,12 +1106,15 @@ def _append_log(path: Path, info: Dict[str, Any], score_weights: Dict[str, Any])
 
 def _log_lines(path: Path) -> List[Tuple[str, Dict[str, Any]]]:
     """(line, row) for each row of a log.jsonl, leaving out a last line that is no row: one torn by a
-    run killed while appending it. A bad line before the last is a ValueError naming the file and line."""
-    lines = [(number, line) for number, line in enumerate(path.read_text(encoding="utf-8").splitlines(), 1)
-             if line.strip()]
+    run killed while appending it. A bad line before the last is a ValueError naming the file and line.
+
+    Each line is decoded on its own: a byte that is not UTF-8 makes that line no row (it failed the
+    whole file with a UnicodeDecodeError that named neither)."""
+    lines = [(number, raw) for number, raw in enumerate(path.read_bytes().splitlines(), 1) if raw.strip()]
     rows = []
-    for i, (number, line) in enumerate(lines):
+    for i, (number, raw) in enumerate(lines):
         try:
+            line = raw.decode("utf-8")
             row = json.loads(line)
             if not isinstance(row, dict) or not isinstance(row.get("step"), int):
                 raise ValueError("no step")
@@ -866,9 +1146,13 @@ def _truncate_log(path: Path, steps_done: int) -> None:
     path.write_text("".join(line + "\n" for line in kept), encoding="utf-8")
 
 
-__all__ = ["train_resumable", "add_resume_options", "read_state", "ResumeError", "ResumeWarning", "stop_on_signals",
-           "MODEL_LAST", "MODEL_BEST", "RUN_SETTINGS", "SettingsChanged", "path_identity", "settings_differences",
-           "record_settings", "read_record", "keep_finished", "finished_run_kept", "check_unfinished",
-           "overrides_by_contents", "add_overwrite_option", "occupied_output", "clear_output", "parse_bool",
-           "pipeline_settings", "exit_status",
-           "EXIT_TIME_BUDGET", "SIGNAL_EXIT", "Tee", "write_wall_time", "read_log", "recover_output"]
+__all__ = [
+    "train_resumable", "add_resume_options", "read_state", "ResumeError", "ResumeWarning", "stop_on_signals",
+    "MODEL_LAST", "MODEL_BEST", "RUN_SETTINGS", "SettingsChanged", "path_identity", "settings_differences",
+    "record_settings", "read_record", "keep_finished", "finished_run_kept", "check_unfinished",
+    "overrides_by_contents", "add_overwrite_option", "occupied_output", "clear_output", "parse_bool",
+    "pipeline_settings", "exit_status", "check_inputs", "check_resumable", "changed_inputs",
+    "ignored_arguments", "output_folder_problem", "open_run_log", "check_training", "TrainingSettingsError",
+    "parse_minutes", "WALL_TIME", "EXIT_TIME_BUDGET", "SIGNAL_EXIT", "Tee", "write_wall_time", "read_log",
+    "recover_output",
+]

@@ -5,16 +5,22 @@ from typing import List, Optional
 
 
 def read_log(path: Path) -> List[dict]:
+    """The rows of a pretraining log.jsonl ([] where there is none), skipping each line that is no row.
+
+    A line torn by a crash, or holding a byte that is not UTF-8, is skipped, not fatal: each line is
+    decoded on its own (a stray byte failed the whole file with a UnicodeDecodeError, and with it the
+    plot and a --resume that reads the log)."""
     if not Path(path).is_file():
         return []
     rows = []
-    for line in Path(path).read_text(encoding="utf-8").splitlines():
-        line = line.strip()
-        if line:
+    for raw in Path(path).read_bytes().splitlines():
+        if raw.strip():
             try:
-                rows.append(json.loads(line))
-            except ValueError:
-                continue  # a line torn by a crash is skipped, not fatal
+                row = json.loads(raw.decode("utf-8"))
+            except ValueError:  # UnicodeDecodeError and JSONDecodeError alike
+                continue
+            if isinstance(row, dict):
+                rows.append(row)
     return rows
 
 

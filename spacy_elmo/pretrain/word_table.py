@@ -87,7 +87,7 @@ def check_word_table(
                 "the words first (keeping one row of those that lower-case alike), or write a cased table "
                 "(lowercase=False)"
             )
-    WordTableVocabulary(words, lowercase=lowercase)  # duplicates are an error here, not at load time
+    WordTableVocabulary(list(words), lowercase=lowercase)  # duplicates are an error here, not at load time
     with numpy.errstate(over="ignore", invalid="ignore"):  # values beyond float16's range: reported just below
         array = numpy.ascontiguousarray(vectors, dtype=numpy.dtype(dtype))
     finite = numpy.isfinite(array).all(axis=1)
