@@ -56,6 +56,14 @@ def start_model(config: Config, report: bool) -> Optional[NativeModel]:
         start = load_native(path)
     except WeightsError as err:
         raise SettingsError(f"[paths] init_from: {err}") from None
+    if start.bilm.config.characters != "bytes":
+        # [model] has no place for a character dictionary: the run would build a byte-reading biLM and
+        # fail to load the start model's weights into it ("size mismatch for token_encoder.char_embed")
+        raise SettingsError(
+            f"[paths] init_from = {source!r}: its biLM reads characters through a dictionary of its own "
+            f"(characters = {start.bilm.config.characters!r}, an ELMoForManyLangs model), which pretraining "
+            "cannot continue; start from a model that reads bytes, or from scratch"
+        )
     changed = take_architecture(config["model"], start.bilm.config.to_dict())
     if changed and report:
         from wasabi import msg
