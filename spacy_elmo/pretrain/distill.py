@@ -50,6 +50,8 @@ def resolve_teacher(name: str) -> Path:
     if path.is_dir():
         return path
     module_name = name.replace("-", "_")
+    if not all(part.isidentifier() for part in module_name.split(".")):  # a path, not a package's name
+        raise DistillError(f"[training.distill] teacher = {name!r}: no such directory")
     try:
         module = importlib.import_module(module_name)
     except ImportError:
@@ -96,12 +98,16 @@ def is_word_table(directory: Path) -> bool:
 class Teacher:
     """A frozen Hugging Face encoder giving one vector per token (its wordpieces averaged).
 
+    `ALIGNMENT` names how words are matched to wordpieces; a teacher cache keys on it.
+
     Sentences run in chunks of similar length (at most `chunk_wordpieces`
     padded wordpieces each), so that short sentences are not padded to the
     longest of the batch; `precision` "bfloat16" runs the encoder under
     bfloat16 autocast ("auto": on CUDA, and on CPUs that compute bfloat16
     natively). The vectors come back float32, in the sentences' order.
     """
+
+    ALIGNMENT = 2  # 2: byte-level BPE words with their leading space; a word truncation cut part of masked
 
     def __init__(
         self,
@@ -118,13 +124,29 @@ class Teacher:
             raise DistillError(
                 "distillation needs the transformers package: pip install \"spacy-elmo[distill]\""
             ) from None
+        if not (Path(directory) / "config.json").is_file():
+            raise DistillError(f"[training.distill] teacher {directory}: not a Hugging Face model directory "
+                               "(no config.json)")
         try:
             self.tokenizer = AutoTokenizer.from_pretrained(str(directory))
+            if getattr(self.tokenizer, "add_prefix_space", None) is False:
+                # byte-level BPE (RoBERTa, GPT-2) marks a word's start by its space: words given one by one
+                # must carry it, or each reads as the previous word's continuation
+                self.tokenizer = AutoTokenizer.from_pretrained(str(directory), add_prefix_space=True)
             self.model = AutoModel.from_pretrained(str(directory)).to(device).eval()
-        except (OSError, ValueError) as err:
-            raise DistillError(f"[training.distill] teacher {directory}: cannot load it ({err})") from None
+        except Exception as err:  # transformers' errors vary by model type: OSError, ValueError, ImportError...
+            first = next((line for line in str(err).splitlines() if line.strip()), type(err).__name__)
+            raise DistillError(f"[training.distill] teacher {directory}: cannot load it ({first.strip()})") from None
         if not getattr(self.tokenizer, "is_fast", False):
-            raise DistillError(f"{directory}: the teacher needs a fast tokenizer (tokenizer.json) to align wordpieces")
+            raise DistillError(f"[training.distill] teacher {directory}: the teacher needs a fast tokenizer "
+                               "(tokenizer.json) to align wordpieces")
+        vocab_size = int(getattr(self.model.config, "vocab_size", 0) or 0)
+        if len(self.tokenizer) < vocab_size // 2:
+            raise DistillError(
+                f"[training.distill] teacher {directory}: its tokenizer knows {len(self.tokenizer)} wordpieces, the "
+                f"model {vocab_size}: the tokenizer's files (tokenizer.json, vocab) are missing, and every word "
+                "would read as unknown"
+            )
         n_layers = int(self.model.config.num_hidden_layers)
         if not -(n_layers + 1) <= layer <= n_layers:
             raise DistillError(f"[training.distill] teacher_layer = {layer}: the teacher has layers 0..{n_layers}")
@@ -143,7 +165,8 @@ class Teacher:
     def token_vectors(self, sentences: Sequence[Sequence[str]]) -> Tuple[torch.Tensor, torch.Tensor]:
         """(vectors (n_tokens, dim) float32, mask (n_tokens,) bool), tokens of all sentences in order.
 
-        A token cut off by `max_wordpieces`, or with no wordpiece at all, is masked out.
+        A token cut off by `max_wordpieces` (wholly, or some of its pieces), or with no wordpiece at
+        all, is masked out (a zero vector).
         """
         encoded = self.tokenizer(
             [list(s) for s in sentences], is_split_into_words=True, truncation=True, max_length=self.max_wordpieces
@@ -180,8 +203,24 @@ class Teacher:
                 where = torch.tensor(rows, device=self.device)
                 sums.index_add_(0, where, hidden.reshape(-1, self.dim)[torch.tensor(positions, device=self.device)])
                 counts.index_add_(0, where, torch.ones(len(rows), device=self.device))
-        mask = counts > 0
-        return sums / counts.clamp(min=1)[:, None], mask
+        for row in self._cut_words(sentences, encoded, offsets):
+            counts[row] = 0  # its vector the mean of some of its pieces: no target
+            sums[row] = 0
+        return sums / counts.clamp(min=1)[:, None], counts > 0
+
+    def _cut_words(self, sentences: Sequence[Sequence[str]], encoded: Any, offsets: numpy.ndarray) -> List[int]:
+        """The rows of the tokens whose wordpieces truncation cut: at most the last token read of each
+        sentence that filled `max_wordpieces`, found by encoding those sentences again, whole."""
+        full = [b for b, piece_ids in enumerate(encoded["input_ids"]) if len(piece_ids) >= self.max_wordpieces]
+        if not full:
+            return []
+        whole = self.tokenizer([list(sentences[b]) for b in full], is_split_into_words=True, verbose=False)
+        cut = []
+        for k, b in enumerate(full):
+            read = [w for w in encoded.word_ids(b) if w is not None]
+            if read and read.count(read[-1]) < sum(1 for w in whole.word_ids(k) if w == read[-1]):
+                cut.append(int(offsets[b]) + read[-1])
+        return cut
 
 
 def usable_positions(model: Any, tokenizer: Any, default: int) -> int:

@@ -62,6 +62,7 @@ def cache_key(teacher: Teacher, corpus_info: Dict[str, Any], dim: int) -> str:
         # what is in the directory, not only its name: a teacher overwritten in place builds a new cache
         "teacher_files": teacher_fingerprint(teacher.directory),
         "layer": teacher.layer,
+        "alignment": getattr(teacher, "ALIGNMENT", 1),
         "max_wordpieces": teacher.max_wordpieces,
         "precision": teacher.precision,
         "corpus": {k: corpus_info.get(k) for k in ("files", "lang", "tokenizer", "max_length", "segments", "tokens")},
@@ -98,12 +99,13 @@ class CachedTeacher:
             self.meta = json.loads((self.directory / "meta.json").read_text(encoding="utf-8"))
             self.keys = numpy.load(self.directory / "keys.npy")
             self.starts = numpy.load(self.directory / "starts.npy")
-        except (OSError, ValueError) as err:
+            self.dim = int(self.meta["dim"])
+            # rows beyond meta["rows"] (space kept for repeated segments) are never read
+            shape = (max(1, int(self.meta["rows"])), self.dim)
+            # a vectors.f16 cut short: numpy's "mmap length is greater than file size"
+            self.vectors = numpy.memmap(self.directory / "vectors.f16", dtype=numpy.float16, mode="r", shape=shape)
+        except (OSError, ValueError, KeyError, TypeError) as err:
             raise DistillError(f"{self.directory}: not a complete teacher cache ({err})") from None
-        self.dim = int(self.meta["dim"])
-        # rows beyond meta["rows"] (space kept for repeated segments) are never read
-        shape = (max(1, int(self.meta["rows"])), self.dim)
-        self.vectors = numpy.memmap(self.directory / "vectors.f16", dtype=numpy.float16, mode="r", shape=shape)
 
     def token_vectors(self, sentences: Sequence[Sequence[str]]) -> Tuple[torch.Tensor, torch.Tensor]:
         """(vectors (n_tokens, dim) float32, mask (n_tokens,) bool) of the sentences' tokens, in order."""

@@ -336,6 +336,11 @@ class Trainer:
         # the module whose parameters train (the distillation map's too): the optimizer's, and grad_clip's
         self.trained: torch.nn.Module = self.distilled if self.distilled is not None else self.lm
         self.optimizer = build_optimizer(self.config, [p for p in self.trained.parameters() if p.requires_grad])
+        # what grad_clip measures: at weight 0 the map's gradients are zeros, left out so that the run trains
+        # bit for bit what the run without a teacher trains (two more zero tensors changed the norm's rounding)
+        self.clipped: torch.nn.Module = self.trained
+        if self.distilled is not None and not distill["weight"]:
+            self.clipped = self.lm
         self.sampler = torch.Generator().manual_seed(self.seed + 7919 * (self.dist.rank + 1))
         precision = self.config["training"]["precision"]
         self.autocast: ContextManager[Any] = training_autocast(precision, self.device)
@@ -633,9 +638,9 @@ class Trainer:
         # every trained parameter, the distillation map's too (without distillation: the LM's, as always)
         norm: Optional[torch.Tensor] = None
         if training["grad_clip"]:
-            norm = torch.nn.utils.clip_grad_norm_(self.trained.parameters(), training["grad_clip"])
+            norm = torch.nn.utils.clip_grad_norm_(self.clipped.parameters(), training["grad_clip"])
         elif self.scaler is None:
-            norm = gradient_norm(self.trained.parameters())
+            norm = gradient_norm(self.clipped.parameters())
         # float16 on a GPU: the gradient scaler skips a step whose gradients overflowed and lowers
         # its scale (its policy, kept); otherwise a non-finite gradient stops the run. Under DDP
         # the gradients are the same on every process, so all stop together.
