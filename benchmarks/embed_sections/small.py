@@ -5,7 +5,9 @@ import tempfile
 from pathlib import Path
 
 import numpy
-from common import RateProbe, embed_file_speed, matmul_rate, scaled_goal, table, timed, workload, write_sentences
+from common import (
+    RateProbe, distinct, embed_file_speed, matmul_rate, scaled_goal, table, timed, workload, write_sentences,
+)
 from reference_impl import ReferenceStyleELMo
 
 
@@ -14,16 +16,19 @@ def run(args) -> str:
     rate_before = matmul_rate()
 
     reference = ReferenceStyleELMo(model)
-    ref_sents = sentences[: args.reference_sentences]
+    ref_sents = distinct(sentences)[: args.reference_sentences]  # the ratio is ours on these, timed below
     ref_tokens = sum(map(len, ref_sents))
     ref_batches = [ref_sents[i : i + 64] for i in range(0, len(ref_sents), 64)]
     ref_out, ref_time = timed(lambda: [x for b in ref_batches for x in reference.embed(b)])
     ref_rate = ref_tokens / ref_time
-    ours_check = model.embed(ref_sents[:64])
-    diff = max(float(numpy.abs(a - b).max()) for a, b in zip(ours_check, ref_out[:64]))
+    n_checked = min(64, len(ref_sents))
+    ours_check = model.embed(ref_sents[:n_checked])
+    diff = max(float(numpy.abs(a - b).max()) for a, b in zip(ours_check, ref_out[:n_checked]))
 
     model.disable_cache()
     model.embed(sentences[:200])  # warm-up
+    _, t_same = timed(lambda: model.embed(ref_sents))
+    ours_same = ref_tokens / t_same
     _, t = timed(lambda: model.embed(sentences))
     ours = n_tokens / t
 
@@ -45,10 +50,13 @@ def run(args) -> str:
     through = [speed / scaled_goal(probe.mean()) for speed, _, probe in e2e_runs]
     rate_after = matmul_rate()
     rate = max([rate_before, rate_after] + [r for _, r, _ in e2e_runs])
-    variants = [("reference-style (batches of 64)", ref_tokens, ref_rate), ("ours, no token cache", n_tokens, ours),
-                (f"ours, `embed` end to end (cache on, HDF5 written; median of {len(e2e_runs)})", n_tokens, e2e)]
+    # "vs reference": like for like only, the same distinct sentences; the other rows read all of them
+    variants = [("reference-style (batches of 64)", ref_tokens, ref_rate, "1.0x"),
+                ("ours, no token cache, the same sentences", ref_tokens, ours_same, f"{ours_same / ref_rate:.1f}x"),
+                ("ours, no token cache, all sentences", n_tokens, ours, ""),
+                (f"ours, `embed` end to end (cache on, HDF5 written; median of {len(e2e_runs)})", n_tokens, e2e, "")]
     rows = [[name, f"{tokens:,}", f"{speed:,.0f}", f"{speed * flops / 1e9:.1f}", f"{speed * flops / rate:.1%}",
-             f"{speed / ref_rate:.1f}x"] for name, tokens, speed in variants]
+             ratio] for name, tokens, speed, ratio in variants]
     header = ["variant", "tokens", "tokens/s", "useful GFLOP/s", "of matmul rate", "vs reference"]
     goal_rows = [
         [f"{speed:,.0f}", f"{r / 1e9:.1f}", f"{a:.0%}", f"{probe.mean() / 1e9:.1f} ({len(probe.rates)} samples, "
@@ -63,7 +71,7 @@ def run(args) -> str:
         f"Matmul rate measured in this run: {rate_before / 1e9:.1f} GFLOP/s fp32 at the start, "
         f"{rate_after / 1e9:.1f} at the end, {min(around_runs) / 1e9:.1f}-{max(around_runs) / 1e9:.1f} around the "
         f"`embed` runs; the fractions use the highest, {rate / 1e9:.1f}. Useful work: {flops / 1e6:.1f} MFLOP/token. "
-        f"Max |difference| ours vs reference-style on 64 sentences: {diff:.1e}.\n\n"
+        f"Max |difference| ours vs reference-style on {n_checked} sentences: {diff:.1e}.\n\n"
         + table(rows, header)
         + "\n\nGoal for `embed`: 10,000 tokens/s at 180 GFLOP/s, scaled to the rate of each run, taken two ways:\n\n"
         + table(goal_rows, goal_header)
