@@ -16,40 +16,27 @@ from a registered before_update callback at a fixed step (no signals, no clock).
 import io
 import json
 import shutil
-import threading
 from pathlib import Path
 
 import pytest
 import spacy
 from spacy.training.initialize import init_nlp
-from spacy.util import registry
 
 import spacy_elmo.resumable_training as resumable
 from spacy_elmo.resumable_training import LOG, MODEL_BEST, MODEL_LAST, ResumeWarning, read_state, train_resumable
+from tests.regression.test_resume_review_pending_losses import STOP  # and its stop-at callback, registered
 from tests.regression.test_train_script_exit_status_and_settings import project  # noqa: F401
-
-STOP = threading.Event()
 
 
 class Killed(BaseException):
     """A kill: the process ends where it is (no `except Exception` of the code under test catches it)."""
 
 
-@registry.callbacks("test-resume-review2-stop-at.v1")
-def _stop_at(step: int):
-    """A before_update callback that asks the loop to stop after step `step` (it finishes the step first)."""
-    def before_update(nlp, info):
-        if info["step"] == step:
-            STOP.set()
-
-    return before_update
-
-
 def _pipeline(project, stop_at: int = -1):  # noqa: F811
     """The tiny tagger (evaluations at steps 0, 2, 4, 6), stopping itself after step `stop_at`."""
     config_path, train, dev = project
     overrides = {"paths.train": str(train), "paths.dev": str(dev),
-                 "training.before_update": {"@callbacks": "test-resume-review2-stop-at.v1", "step": stop_at}}
+                 "training.before_update": {"@callbacks": "test-resume-review-stop-at.v1", "step": stop_at}}
     return init_nlp(spacy.util.load_config(config_path, interpolate=False, overrides=overrides))
 
 
