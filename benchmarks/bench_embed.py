@@ -42,7 +42,7 @@ from pathlib import Path
 import torch
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from common import EWT_TRAIN, machine, peak_rss_mb  # noqa: E402
+from common import COUNT, EWT_TRAIN, POSITIVE, machine, peak_rss_mb  # noqa: E402
 
 from spacy_elmo.cli._util import huge_pages, prefer_huge_pages  # noqa: E402
 
@@ -53,20 +53,22 @@ SECTIONS = {"small": "small", "original": "original", "memory": "memory", "profi
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--sections", default="small,original,memory,profile,breakdown,ab,gpu")
-    parser.add_argument("--ab-runs", type=int, default=3, help="runs per setting in the ab section")
-    parser.add_argument("--e2e-runs", type=int, default=3, help="`embed` runs in the small section")
-    parser.add_argument("--sentences", type=int, default=6000)
-    parser.add_argument("--reference-sentences", type=int, default=640)
-    parser.add_argument("--original-sentences", type=int, default=500)
-    parser.add_argument("--compare-sentences", type=int, default=6000, help="EWT sentences per compare run")
+    parser.add_argument("--ab-runs", type=POSITIVE, default=3, help="runs per setting in the ab section")
+    parser.add_argument("--e2e-runs", type=POSITIVE, default=3, help="`embed` runs in the small section")
+    parser.add_argument("--sentences", type=COUNT, default=6000, help="EWT train sentences (0: all)")
+    parser.add_argument("--reference-sentences", type=POSITIVE, default=640,
+                        help="small: sentences the reference-style forward pass (and ours, for the ratio) runs on")
+    parser.add_argument("--original-sentences", type=COUNT, default=500, help="original: EWT train sentences (0: all)")
+    parser.add_argument("--compare-sentences", type=COUNT, default=6000, help="EWT sentences per compare run (0: all)")
     parser.add_argument("--baseline", default=None, help="compare: git revision (default: merge-base with main)")
     parser.add_argument("--compare-model", default="small",
                         help="compare: small (random weights, published small shapes) or embedded (the package's biLM)")
-    parser.add_argument("--rounds", type=int, default=3, help="compare: alternating rounds")
+    parser.add_argument("--rounds", type=POSITIVE, default=3, help="compare: alternating rounds")
     parser.add_argument("--compare-backend", default=None,
                         help="compare: the biLM's backend in both trees (e.g. int8; default: the model's own)")
-    parser.add_argument("--gpu-batch-tokens", type=int, default=32768)
-    parser.add_argument("--threads", type=int, default=int(os.environ.get("BENCH_THREADS", "0")))
+    parser.add_argument("--gpu-batch-tokens", type=POSITIVE, default=32768)
+    parser.add_argument("--threads", type=COUNT, default=os.environ.get("BENCH_THREADS", "0"),
+                        help="torch threads (0: torch's default; default: $BENCH_THREADS or 0)")
     parser.add_argument("--smoke", action="store_true", help="ray: a tiny biLM and input (checks that it runs)")
     args = parser.parse_args()
     unknown = [name for name in args.sections.split(",") if name not in SECTIONS]

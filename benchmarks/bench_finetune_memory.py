@@ -4,7 +4,8 @@
 
 PIPELINE is a trained ELMo pipeline (e.g. training/ewt_elmo_adapt_s0/model-best);
 its `elmo` component is unfrozen and the pipeline updated on batches of about
-WORDS words of TRAIN, in order, with Adam from the pipeline's config. Each
+WORDS words of TRAIN, in order, with Adam from the pipeline's config: a
+warm-up update (step 0, the first sample) and then STEPS updates. Each
 variant runs in its own process, one after the other (their resident memory
 must not mix): `thinc`, the parameter update of thinc's PyTorchShim, which
 assigns each parameter a tensor made from the numpy view of the previous one;
@@ -22,6 +23,9 @@ import time
 from pathlib import Path
 from typing import Dict, List
 
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from common import POSITIVE, command_line, machine  # noqa: E402
+
 VARIANTS = ("thinc", "in place")
 
 
@@ -31,7 +35,7 @@ def resident_gb() -> float:
 
 
 def run_variant(variant: str, pipeline: str, train: str, steps: int, every: int, words: int) -> List[Dict]:
-    """In this process: fine-tune `steps` updates, sampling memory every `every` steps."""
+    """In this process: a warm-up update (step 0) and `steps` more, sampling memory every `every` steps."""
     import spacy
     import torch
     from spacy.training import Corpus
@@ -65,25 +69,43 @@ def run_variant(variant: str, pipeline: str, train: str, steps: int, every: int,
     return rows
 
 
+def check_inputs(pipeline: str, train: str) -> None:
+    """One line, before any run, for a pipeline spaCy cannot load or a training file that is missing."""
+    import spacy
+
+    if not (Path(pipeline) / "config.cfg").is_file() and not spacy.util.is_package(pipeline):
+        raise SystemExit(f"{pipeline}: not a pipeline directory (no config.cfg) nor an installed pipeline package")
+    if not Path(train).exists():
+        raise SystemExit(f"{train}: no such file (a .spacy DocBin of training docs)")
+
+
+def run_child(variant: str, args: argparse.Namespace) -> List[Dict]:
+    """The variant's rows, from a fresh process; a failed one is one line (its own error shows above)."""
+    done = subprocess.run([sys.executable, __file__, args.pipeline, args.train, "--steps", str(args.steps),
+                           "--every", str(args.every), "--words", str(args.words), "--variant", variant],
+                          stdout=subprocess.PIPE, text=True)
+    if done.returncode != 0:
+        raise SystemExit(f"the {variant!r} run failed (exit {done.returncode}); its error is above")
+    return json.loads(done.stdout.strip().splitlines()[-1])
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("pipeline")
     parser.add_argument("train")
-    parser.add_argument("--steps", type=int, default=600)
-    parser.add_argument("--every", type=int, default=100)
-    parser.add_argument("--words", type=int, default=1000, help="words per batch")
+    parser.add_argument("--steps", type=POSITIVE, default=600, help="updates after the warm-up update (step 0)")
+    parser.add_argument("--every", type=POSITIVE, default=100, help="steps between samples")
+    parser.add_argument("--words", type=POSITIVE, default=1000, help="words per batch")
     parser.add_argument("--variant", choices=VARIANTS, help=argparse.SUPPRESS)  # the child's job
     args = parser.parse_args()
     if args.variant:
         print(json.dumps(run_variant(args.variant, args.pipeline, args.train, args.steps, args.every, args.words)))
         return
-    results = {}
-    for variant in VARIANTS:
-        done = subprocess.run([sys.executable, __file__, args.pipeline, args.train, "--steps", str(args.steps),
-                               "--every", str(args.every), "--words", str(args.words), "--variant", variant],
-                              stdout=subprocess.PIPE, text=True, check=True)
-        results[variant] = json.loads(done.stdout.strip().splitlines()[-1])
-    print(f"Fine-tuning {Path(args.pipeline)}: {args.steps} updates of about {args.words} words\n")
+    check_inputs(args.pipeline, args.train)
+    print(f"Machine: {machine()}\n{command_line()}\n")
+    results = {variant: run_child(variant, args) for variant in VARIANTS}
+    print(f"Fine-tuning {Path(args.pipeline)}: a warm-up update (step 0) and {args.steps} updates of about "
+          f"{args.words} words\n")
     print("| step | " + " | ".join(f"{v}: RSS GB | {v}: live tensors" for v in VARIANTS) + " |")
     print("|---|" + "---|---|" * len(VARIANTS))
     for rows in zip(*results.values()):

@@ -49,7 +49,16 @@ import torch  # noqa: E402
 HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE))
 from bench_bilm import EWT, linear_probe, read_upos  # noqa: E402
-from common import embed_file_speed, ewt_sentences, machine, random_model, table, write_sentences  # noqa: E402
+from common import (  # noqa: E402
+    COUNT,
+    POSITIVE,
+    embed_file_speed,
+    ewt_sentences,
+    machine,
+    random_model,
+    table,
+    write_sentences,
+)
 
 from spacy_elmo.bilm import BiLM  # noqa: E402
 from spacy_elmo.bilm.engine import backends  # noqa: E402
@@ -248,6 +257,7 @@ def _embed(model: BiLM, backend: str, sentences: Sequence[List[str]]) -> List[nu
 
 def differences(models: Dict[str, BiLM], sentences: Dict[str, List[List[str]]], alone: int = 100) -> str:
     """Largest |int8 - float32| per layer, and how far a sentence moves with its batch, per model."""
+    alone = min([alone] + [len(s) for s in sentences.values()])  # the header names the count compared
     rows = []
     for name, model in models.items():
         exact = _embed(model, FLOAT, sentences[name])
@@ -273,7 +283,7 @@ def differences(models: Dict[str, BiLM], sentences: Dict[str, List[List[str]]], 
 def probe(model: BiLM, limit: int) -> Tuple[str, Dict[str, Dict[str, float]]]:
     """The linear UPOS probe per layer, float32 then int8 (EWT train -> test)."""
     train = read_upos(EWT / "en_ewt-ud-train.conllu.gz", limit)
-    test = read_upos(EWT / "en_ewt-ud-test.conllu.gz", limit // 4 if limit else 0)
+    test = read_upos(EWT / "en_ewt-ud-test.conllu.gz", max(1, limit // 4) if limit else 0)
     results: Dict[str, Dict[str, float]] = {}
     for backend in (FLOAT, INT8):
         model.backend = backend
@@ -332,11 +342,13 @@ def tagger(steps: int) -> str:
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--sections", default=",".join(SECTIONS))
-    parser.add_argument("--rounds", type=int, default=3, help="speed: alternating rounds per backend")
-    parser.add_argument("--small-sentences", type=int, default=1000, help="EWT sentences for the small shapes")
-    parser.add_argument("--embedded-sentences", type=int, default=3000, help="EWT sentences for the embedded biLM")
-    parser.add_argument("--probe-limit", type=int, default=0, help="probe: train sentences (0: all; test: a quarter)")
-    parser.add_argument("--tagger-steps", type=int, default=400)
+    parser.add_argument("--rounds", type=POSITIVE, default=3, help="speed: alternating rounds per backend")
+    parser.add_argument("--small-sentences", type=COUNT, default=1000,
+                        help="EWT sentences for the small shapes (0: all)")
+    parser.add_argument("--embedded-sentences", type=COUNT, default=3000,
+                        help="EWT sentences for the embedded biLM (0: all)")
+    parser.add_argument("--probe-limit", type=COUNT, default=0, help="probe: train sentences (0: all; test: a quarter)")
+    parser.add_argument("--tagger-steps", type=POSITIVE, default=400)
     args = parser.parse_args()
     sections = args.sections.split(",")
     unknown = [s for s in sections if s not in SECTIONS]

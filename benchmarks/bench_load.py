@@ -27,7 +27,7 @@ import time
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from common import DATA, machine, table  # noqa: E402
+from common import COUNT, DATA, POSITIVE, check_data, command_line, machine, table  # noqa: E402
 
 OPTIONS = {
     "torch-default": (0, {}),
@@ -42,10 +42,7 @@ import json, sys, time
 import spacy
 from spacy_elmo.gold_data import conllu_words
 threads, n_texts, path = json.loads(sys.argv[1]), int(sys.argv[2]), sys.argv[3]
-try:
-    texts = [" ".join(words) for words in conllu_words(path, limit=n_texts + 20)]
-except Exception:
-    texts = [f"Sentence number {i} is a short text about the bank of the river ." for i in range(n_texts + 20)]
+texts = [" ".join(words) for words in conllu_words(path, limit=n_texts + 20)]
 nlp = spacy.blank("en")
 nlp.add_pipe("elmo", config={"threads": threads})
 for text in texts[:20]:
@@ -57,16 +54,20 @@ print(json.dumps({"seconds": time.perf_counter() - start}))
 """
 
 BURNER = "while True:\n    pass\n"
+DEV = DATA / "ud_en_ewt" / "en_ewt-ud-dev.conllu.gz"
 
 
 def run_option(name: str, n_texts: int) -> float:
+    """Seconds of `n_texts` calls with option `name`, in a fresh process; a failed child is one line."""
     threads, extra_env = OPTIONS[name]
     own = ("OMP_NUM_THREADS", "MKL_NUM_THREADS", "OMP_WAIT_POLICY", "GOMP_SPINCOUNT")
     env = {k: v for k, v in os.environ.items() if k not in own}
     env.update(extra_env)
-    path = str(DATA / "ud_en_ewt" / "en_ewt-ud-dev.conllu.gz")
-    out = subprocess.run([sys.executable, "-c", CHILD, json.dumps(threads), str(n_texts), path],
-                         capture_output=True, text=True, env=env, check=True)
+    out = subprocess.run([sys.executable, "-c", CHILD, json.dumps(threads), str(n_texts), str(DEV)],
+                         capture_output=True, text=True, env=env)
+    if out.returncode != 0:
+        last = (out.stderr.strip().splitlines() or ["no output"])[-1]
+        raise SystemExit(f"option {name}: the child process failed (exit {out.returncode}): {last}")
     return json.loads(out.stdout.strip().splitlines()[-1])["seconds"]
 
 
@@ -89,15 +90,16 @@ def loaded(burners: int):
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--texts", type=int, default=200)
-    parser.add_argument("--burners", type=int, default=1)
+    parser.add_argument("--texts", type=POSITIVE, default=200, help="EWT dev sentences timed per run")
+    parser.add_argument("--burners", type=COUNT, default=1, help="busy-loop processes for the loaded column")
     parser.add_argument("--options", default=",".join(OPTIONS))
-    parser.add_argument("--repeats", type=int, default=1, help="runs per cell; the table shows the fastest")
+    parser.add_argument("--repeats", type=POSITIVE, default=1, help="runs per cell; the table shows the fastest")
     args = parser.parse_args()
     names = [n for n in args.options.split(",") if n]
     unknown = [n for n in names if n not in OPTIONS]
-    if unknown:
-        raise SystemExit(f"unknown option(s) {unknown}; choose from {list(OPTIONS)}")
+    if unknown or not names:
+        parser.error(f"unknown option(s) {unknown}; choose from {list(OPTIONS)}")
+    check_data(DEV)
     results = {}
     for name in names:
         idle = min(run_option(name, args.texts) for _ in range(args.repeats))
@@ -109,7 +111,7 @@ def main() -> None:
     rows = [[name, f"{idle:.2f}", f"{busy:.2f}", f"{busy / idle:.1f}x", f"{idle / best_idle:.2f}x"]
             for name, (idle, busy) in results.items()]
     print(f"# elmo component, {args.texts} short texts one call each, idle vs {args.burners} busy-loop process(es)\n")
-    print(f"{machine()}\n")
+    print(f"{machine()}\n{command_line()}\n")
     print(table(rows, ["option", "idle s", "loaded s", "loaded / idle", "idle / best idle"]))
 
 

@@ -20,7 +20,7 @@ import spacy
 from thinc.api import Config
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from common import DATA, ROOT, machine, table  # noqa: E402
+from common import DATA, POSITIVE, ROOT, check_data, check_weights, machine, table  # noqa: E402
 
 from spacy_elmo.gold_data import ud_docs  # noqa: E402
 
@@ -49,13 +49,16 @@ def words_per_second(nlp, texts) -> float:
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--weights", default=None)
-    parser.add_argument("--docs", type=int, default=200)
-    parser.add_argument("--rounds", type=int, default=5, help="alternating runs of each pipeline")
+    parser.add_argument("--weights", default=None, help="the elmo component's model (default: the config's)")
+    parser.add_argument("--docs", type=POSITIVE, default=200, help="EWT dev docs timed")
+    parser.add_argument("--rounds", type=POSITIVE, default=5, help="alternating runs of each pipeline")
     args = parser.parse_args()
+    train_path = check_data(DATA / "ud_en_ewt" / "en_ewt-ud-train.conllu.gz")
+    dev_path = check_data(DATA / "ud_en_ewt" / "en_ewt-ud-dev.conllu.gz")
+    check_weights(args.weights)
     print(f"Machine: {machine()}\nCommand: python {' '.join(sys.argv)}\n")
-    train = ud_docs(DATA / "ud_en_ewt" / "en_ewt-ud-train.conllu.gz", n_sents=10, limit=500)
-    texts = [d.text for d in ud_docs(DATA / "ud_en_ewt" / "en_ewt-ud-dev.conllu.gz", n_sents=10)][: args.docs]
+    train = ud_docs(train_path, n_sents=10, limit=500)
+    texts = [d.text for d in ud_docs(dev_path, n_sents=10)][: args.docs]
     names = {"tok2vec + tagger + parser (spaCy CNN)": ROOT / "configs" / "ewt_baseline.cfg",
              "elmo + tagger + parser": ROOT / "configs" / "ewt_elmo.cfg"}
     pipelines = {name: build(path, args.weights, train) for name, path in names.items()}

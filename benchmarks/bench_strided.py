@@ -21,7 +21,7 @@ from spacy.tokens import Doc
 
 HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE))
-from common import ewt_sentences, machine, table  # noqa: E402
+from common import POSITIVE, check_weights, ewt_sentences, machine, table  # noqa: E402
 
 from spacy_elmo.layers.segments import _SENTENCE_FINAL  # noqa: E402
 
@@ -36,16 +36,43 @@ def layers(weights, words, max_length: int, stride: int) -> numpy.ndarray:
     return nlp(doc)._.elmo
 
 
+def run_of_words(n_tokens: int) -> List[str]:
+    """The first `n_tokens` tokens of EWT train as one run (sentence-final punctuation made ";")."""
+    for n_sentences in (300, 0):  # 300 sentences hold the default 300 tokens many times over; 0: all of EWT train
+        words = [";" if w in _SENTENCE_FINAL else w for s in ewt_sentences(n_sentences) for w in s][:n_tokens]
+        if len(words) == n_tokens:
+            break
+    return words
+
+
+def near_cut(max_length: int) -> slice:
+    """The tokens within 16 of the old cut (at max_length)."""
+    return slice(max(0, max_length - 16), max_length + 16)
+
+
+def check_args(parser: argparse.ArgumentParser, args: argparse.Namespace) -> None:
+    """One usage line for settings the comparison cannot run with."""
+    if args.stride > args.max_length:
+        parser.error(f"--stride {args.stride}: must be between 1 and --max-length ({args.max_length})")
+    if args.tokens <= args.max_length:
+        parser.error(f"--tokens {args.tokens}: a run of at most --max-length ({args.max_length}) tokens is never "
+                     f"cut; give at least {args.max_length + 1}")
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--weights", default=None, help="a model (default: the embedded biLM)")
-    parser.add_argument("--tokens", type=int, default=300)
-    parser.add_argument("--max-length", type=int, default=256)
-    parser.add_argument("--stride", type=int, default=192)
+    parser.add_argument("--tokens", type=POSITIVE, default=300, help="tokens in the run (more than --max-length)")
+    parser.add_argument("--max-length", type=POSITIVE, default=256)
+    parser.add_argument("--stride", type=POSITIVE, default=192, help="1 to --max-length")
     args = parser.parse_args()
-    words = [";" if w in _SENTENCE_FINAL else w for s in ewt_sentences(300) for w in s][: args.tokens]
+    check_args(parser, args)
+    check_weights(args.weights)
+    words = run_of_words(args.tokens)
+    if len(words) <= args.max_length:
+        raise SystemExit(f"EWT train has {len(words)} tokens: fewer than --max-length + 1 ({args.max_length + 1})")
     whole = layers(args.weights, words, 2 * len(words), 2 * len(words))
-    near = slice(args.max_length - 16, args.max_length + 16)
+    near = near_cut(args.max_length)
     rows = []
     for name, stride in (("cut, no overlap", args.max_length), (f"windows, stride {args.stride}", args.stride)):
         error = numpy.abs(layers(args.weights, words, args.max_length, stride) - whole).max(axis=(0, 2))

@@ -18,7 +18,7 @@ from typing import Dict, List
 import spacy
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from common import DATA, machine, table  # noqa: E402
+from common import COUNT, DATA, POSITIVE, check_data, machine, table  # noqa: E402
 
 from spacy.training import Example  # noqa: E402
 
@@ -36,13 +36,12 @@ def tokens_per_second(tokenizer, texts: List[str]) -> float:
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--rounds", type=int, default=5, help="alternating runs of each tokenizer")
-    parser.add_argument("--limit", type=int, default=0, help="read only this many sentences of each file (0: all)")
+    parser.add_argument("--rounds", type=POSITIVE, default=5, help="alternating runs of each tokenizer")
+    parser.add_argument("--limit", type=COUNT, default=0, help="read only this many sentences of each file (0: all)")
     args = parser.parse_args()
+    paths = [check_data(DATA / "ud_en_ewt" / f"en_ewt-ud-{split}.conllu.gz") for split in ("train", "dev", "test")]
     print(f"Machine: {machine()}\nCommand: python {' '.join(sys.argv)}\n")
-    ewt = DATA / "ud_en_ewt"
-    train, dev, test = (ud_docs(ewt / f"en_ewt-ud-{split}.conllu.gz", n_sents=10, limit=args.limit)
-                        for split in ("train", "dev", "test"))
+    train, dev, test = (ud_docs(path, n_sents=10, limit=args.limit) for path in paths)
     learned = spacy.blank("en", config=TOKENIZER)
     start = time.perf_counter()
     learned.initialize(lambda: [Example(learned.make_doc(doc.text), doc) for doc in train])

@@ -9,6 +9,7 @@ touch takes a few dozen page faults, without them about 8,192. Page-fault
 counts depend on the kernel and its settings, so this is a check to run by
 hand (or in benchmarks/run_all.sh), not part of the test suite.
 """
+import argparse
 import os
 import subprocess
 import sys
@@ -33,8 +34,11 @@ def faults(how: str, env: dict) -> int:
 
 
 def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.parse_args()
     from spacy_elmo.cli._util import HUGE_PAGES_VARIABLE, huge_pages
 
+    print(f"Command: python {' '.join(sys.argv)}")
     mode = huge_pages()["system_mode"]
     print(f"transparent huge pages: {mode!r}")
     if mode not in ("always", "madvise"):

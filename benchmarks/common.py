@@ -1,5 +1,7 @@
 """Shared benchmark helpers: real sentences, the machine's matmul rate, FLOP counts, memory,
 `embed` timings, and child processes running this checkout or a baseline revision."""
+import argparse
+import contextlib
 import json
 import os
 import platform
@@ -8,7 +10,7 @@ import subprocess
 import sys
 import time
 from pathlib import Path
-from typing import Any, Callable, Dict, List, Optional, Sequence, Tuple, TypeVar
+from typing import Any, Callable, Dict, Iterator, List, Optional, Sequence, Tuple, TypeVar
 
 import torch
 
@@ -24,13 +26,76 @@ DATA = Path(os.environ.get("SPACY_ELMO_DATA", ROOT.parent / "shared" / "data"))
 EWT_TRAIN = DATA / "ud_en_ewt" / "en_ewt-ud-train.conllu.gz"
 
 
+def at_least(minimum: int) -> Callable[[str], int]:
+    """An argparse `type`: an integer >= `minimum`, else argparse's one-line usage error (exit 2)."""
+
+    def parse(text: str) -> int:
+        try:
+            value = int(text)
+        except ValueError:
+            raise argparse.ArgumentTypeError(f"expected an integer, got {text!r}") from None
+        if value < minimum:
+            raise argparse.ArgumentTypeError(f"must be {minimum} or more, got {value}")
+        return value
+
+    parse.__name__ = f"integer >= {minimum}"
+    return parse
+
+
+POSITIVE = at_least(1)  # a count of runs, rounds, steps, ...
+COUNT = at_least(0)  # a count where 0 has a meaning of its own (documented in the option's --help: "0: all")
+
+
+@contextlib.contextmanager
+def one_line_errors() -> Iterator[None]:
+    """The package's errors about what a user gave (a model, a config, a teacher) as one line
+    (SystemExit with the message) instead of a traceback."""
+    from spacy_elmo.io.errors import WeightsError
+    from spacy_elmo.pretrain.distill import DistillError
+    from spacy_elmo.pretrain.settings import SettingsError
+
+    try:
+        yield
+    except (WeightsError, SettingsError, DistillError) as err:
+        raise SystemExit(str(err)) from None
+
+
+def check_weights(source: Optional[str]) -> None:
+    """Refuse, in one line and before any work, a model the `elmo` component could not load
+    (None: the embedded biLM, always there)."""
+    if source is None:
+        return
+    from spacy_elmo.io import load_model
+
+    with one_line_errors():
+        load_model(source, with_softmax=False)
+
+
+def check_teacher(name: str) -> Path:
+    """A distillation teacher's directory, or a one-line exit where it is neither a directory nor installed."""
+    from spacy_elmo.pretrain.distill import resolve_teacher
+
+    with one_line_errors():
+        return resolve_teacher(name)
+
+
+def check_data(path: Path) -> Path:
+    """`path`, or a one-line exit naming it where the data set is missing (as `ewt_sentences`)."""
+    if not Path(path).exists():
+        raise SystemExit(f"needs {path} (set SPACY_ELMO_DATA)")
+    return Path(path)
+
+
+def command_line() -> str:
+    """The "Command:" line the benchmarks print under "Machine:"."""
+    return f"Command: python {' '.join(sys.argv)}"
+
+
 def ewt_sentences(limit: int = 0, path: Path = EWT_TRAIN) -> List[List[str]]:
     """Token lists of EWT sentences (syntactic words, as CoNLL-U gives them)."""
     from spacy_elmo.gold_data import conllu_words
 
-    if not path.exists():
-        raise SystemExit(f"needs {path} (set SPACY_ELMO_DATA)")
-    return conllu_words(path, limit)
+    return conllu_words(check_data(path), limit)
 
 
 def distinct(sentences: Sequence[Sequence[str]]) -> List[List[str]]:

@@ -28,7 +28,9 @@ Growth after warm-up = highest RSS in the last quarter of the samples taken
 after warm-up minus highest RSS in the first quarter: RSS moves by tens of
 MiB from one sample to the next with the size of the batch in flight, so
 single samples make a noisy endpoint. Exits non-zero if it exceeds
---max-growth-mb or the probe drifts.
+--max-growth-mb or the probe drifts, and in one line if the run checked
+nothing: fewer than 2 samples after warm-up, or no probe doc back from the
+workers (raise --tokens or lower --every).
 """
 import argparse
 import json
@@ -36,13 +38,14 @@ import random
 import sys
 import time
 from pathlib import Path
+from typing import List, Tuple
 
 import numpy
 import psutil
 import spacy
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from common import ewt_sentences, machine, table  # noqa: E402
+from common import COUNT, EWT_TRAIN, POSITIVE, check_data, check_weights, ewt_sentences, machine, table  # noqa: E402
 
 PROBE = "The bank of the river was steep , but the bank in town was closed on Monday ."
 
@@ -73,20 +76,39 @@ def warmup_share(warmup: float, n_process: int) -> float:
     return min(0.5, warmup * max(1, n_process))
 
 
+class SoakError(ValueError):
+    """A run that checked nothing (too few samples, no probe compared): one line, non-zero exit."""
+
+
+TOO_SHORT = "raise --tokens or lower --every"
+
+
 def growth_after_warmup(samples, warmup_tokens: float) -> float:
-    """Highest RSS in the last quarter of the post-warm-up samples minus the highest in the first."""
+    """Highest RSS in the last quarter of the post-warm-up samples minus the highest in the first.
+    SoakError with fewer than 2 samples after warm-up: there is no growth to measure."""
     after = [rss for tokens, rss, _ in samples if tokens >= warmup_tokens]
+    if len(after) < 2:
+        raise SoakError(f"{len(after)} memory sample(s) after warm-up, too few to measure growth: {TOO_SHORT}")
     if len(after) < 4:
-        return after[-1] - after[0] if len(after) > 1 else 0.0
+        return after[-1] - after[0]
     quarter = len(after) // 4
     return max(after[-quarter:]) - max(after[:quarter])
+
+
+def probe_difference(differences: List[float]) -> float:
+    """The largest of the probe's differences from its first layers; SoakError if none was compared
+    (with workers, no probe doc came back)."""
+    if not differences:
+        raise SoakError(f"probe not checked: no probe doc came back through the pipeline; {TOO_SHORT}")
+    return max(differences)
 
 
 def soak(tokens: int, n_process: int, every: int, weights, warmup: float, n_sentences: int = 0) -> dict:
     nlp = spacy.blank("en")
     nlp.add_pipe("elmo", config={"weights": weights} if weights else {})
     reference = nlp(PROBE)._.elmo.copy()
-    samples, worst = [], 0.0
+    samples: List[Tuple[int, float, float]] = []
+    differences: List[float] = []
     processed = docs = 0
     start = time.perf_counter()
 
@@ -98,28 +120,29 @@ def soak(tokens: int, n_process: int, every: int, weights, warmup: float, n_sent
 
     for doc in nlp.pipe(stream(), batch_size=64, n_process=n_process):
         if doc.text == PROBE:
-            worst = max(worst, float(numpy.abs(doc._.elmo - reference).max()))
+            differences.append(float(numpy.abs(doc._.elmo - reference).max()))
             samples.append((processed, rss_mb(), time.perf_counter() - start))
             continue
         processed += len(doc)
         docs += 1
     elapsed = time.perf_counter() - start
     if n_process == 1:
-        worst = max(worst, float(numpy.abs(nlp(PROBE)._.elmo - reference).max()))
+        differences.append(float(numpy.abs(nlp(PROBE)._.elmo - reference).max()))
+    worst = probe_difference(differences)
     growth = growth_after_warmup(samples, warmup_share(warmup, n_process) * processed)
     return {"n_process": n_process, "tokens": processed, "docs": docs, "seconds": elapsed,
             "sentences": n_sentences, "words_per_s": processed / elapsed, "samples": samples,
             "growth_after_warmup_mb": growth,
-            "probe_max_abs_diff": worst}
+            "probe_max_abs_diff": worst, "probe_checks": len(differences)}
 
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--tokens", type=int, default=1_000_000)
-    parser.add_argument("--n-process", type=int, nargs="+", default=[1, 2])
-    parser.add_argument("--every", type=int, default=200)
-    parser.add_argument("--weights", default=None)
-    parser.add_argument("--sentences", type=int, default=2000,
+    parser.add_argument("--tokens", type=POSITIVE, default=1_000_000)
+    parser.add_argument("--n-process", type=POSITIVE, nargs="+", default=[1, 2])
+    parser.add_argument("--every", type=POSITIVE, default=200, help="docs between samples (and probe docs)")
+    parser.add_argument("--weights", default=None, help="the elmo component's model (default: the embedded biLM)")
+    parser.add_argument("--sentences", type=COUNT, default=2000,
                         help="draw docs from the first N EWT train sentences (0: all; see above)")
     parser.add_argument("--warmup", type=float, default=0.2,
                         help="share of the run counted as warm-up, per process (see above)")
@@ -127,10 +150,15 @@ def main() -> None:
     parser.add_argument("--tolerance", type=float, default=0.0, help="largest allowed probe difference")
     parser.add_argument("--json", default=None)
     args = parser.parse_args()
+    check_weights(args.weights)
+    check_data(EWT_TRAIN)
     print(f"Machine: {machine()}\nCommand: python {' '.join(sys.argv)}\n")
     results, ok = [], True
     for n in args.n_process:
-        result = soak(args.tokens, n, args.every, args.weights, args.warmup, args.sentences)
+        try:
+            result = soak(args.tokens, n, args.every, args.weights, args.warmup, args.sentences)
+        except SoakError as err:
+            raise SystemExit(f"n_process={n}: {err}") from None
         results.append(result)
         picks = result["samples"][:: max(1, len(result["samples"]) // 10)] + result["samples"][-1:]
         rows = [[f"{t:,}", f"{r:,.0f}", f"{s:,.0f}"] for t, r, s in picks]
