@@ -26,7 +26,7 @@ import weakref
 from functools import partial
 from itertools import islice
 from pathlib import Path
-from typing import Any, Callable, Dict, Iterable, List, Optional, Sequence, Tuple
+from typing import Any, Callable, Dict, Iterable, Iterator, List, Optional, Sequence, Tuple
 
 import numpy
 import srsly
@@ -606,6 +606,17 @@ class Elmo(TrainablePipe):
         return f"<Elmo '{self.name}' frozen={self.frozen} weights={self.weights_source or 'default'}>"
 
 
+def _holding_pipelines(listener: ElmoListenerLayer) -> Iterator[Tuple[Language, int]]:
+    """(pipeline, position of the component whose model holds `listener`) for each pipeline that
+    built an elmo component and holds it (a sourced component may sit in more than one)."""
+    for nlp in list(_PIPELINES):
+        for position, (_, proc) in enumerate(nlp.pipeline):
+            model = getattr(proc, "model", None)
+            if isinstance(model, Model) and any(node is listener for node in model.walk()):
+                yield nlp, position
+                break
+
+
 def misplaced_upstream(listener: ElmoListenerLayer) -> Optional[Tuple[str, str]]:
     """(elmo component, listening component) where the listener's upstream comes after the component
     that holds it in a pipeline that built an elmo component; None where no such pipeline is known.
@@ -613,25 +624,18 @@ def misplaced_upstream(listener: ElmoListenerLayer) -> Optional[Tuple[str, str]]
     spaCy links listeners only to components placed before them, so a listener
     whose elmo comes later is unlinked, and its error must name the order.
     """
-    for nlp in list(_PIPELINES):
-        holder = None
-        for name, proc in nlp.pipeline:
-            model = getattr(proc, "model", None)
-            if holder is None and isinstance(model, Model) and any(node is listener for node in model.walk()):
-                holder = name
-            elif holder is not None and isinstance(proc, Elmo) and listener.upstream_name in ("*", name):
-                return name, holder
+    for nlp, position in _holding_pipelines(listener):
+        for name, proc in nlp.pipeline[position + 1 :]:
+            if isinstance(proc, Elmo) and listener.upstream_name in ("*", name):
+                return name, nlp.pipeline[position][0]
     return None
 
 
 def holding_pipeline_names(listener: ElmoListenerLayer) -> Optional[List[str]]:
     """The component names of the pipeline whose components hold `listener` (None: no such pipeline
     is known, as in `misplaced_upstream`)."""
-    for nlp in list(_PIPELINES):
-        for _, proc in nlp.pipeline:
-            model = getattr(proc, "model", None)
-            if isinstance(model, Model) and any(node is listener for node in model.walk()):
-                return list(nlp.pipe_names)
+    for nlp, _ in _holding_pipelines(listener):
+        return list(nlp.pipe_names)
     return None
 
 
