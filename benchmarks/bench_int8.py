@@ -50,6 +50,7 @@ HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE))
 from bench_bilm import EWT, linear_probe, read_upos  # noqa: E402
 from common import (  # noqa: E402
+    command_line,
     COUNT,
     POSITIVE,
     embed_file_speed,
@@ -358,7 +359,7 @@ def main() -> None:
     if reason:
         raise SystemExit(f"backend int8 cannot run here: {reason}")
     torch.set_num_threads(1)
-    print(f"Machine: {machine()}\nCommand: python {' '.join(sys.argv)}\n"
+    print(f"Machine: {machine()}\n{command_line()}\n"
           f"float32 = auto = {backends.resolve(FLOAT)}; quantized engine {torch.backends.quantized.engine}\n")
     models = {"small shapes (random)": random_model("small"), "embedded": embedded_bilm()}
     sentences = {"small shapes (random)": ewt_sentences(args.small_sentences),

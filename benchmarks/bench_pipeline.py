@@ -20,7 +20,7 @@ import spacy
 from thinc.api import Config
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from common import DATA, POSITIVE, ROOT, check_data, check_weights, machine, table  # noqa: E402
+from common import DATA, POSITIVE, ROOT, check_data, check_weights, command_line, machine, table  # noqa: E402
 
 from spacy_elmo.gold_data import ud_docs  # noqa: E402
 
@@ -56,7 +56,7 @@ def main() -> None:
     train_path = check_data(DATA / "ud_en_ewt" / "en_ewt-ud-train.conllu.gz")
     dev_path = check_data(DATA / "ud_en_ewt" / "en_ewt-ud-dev.conllu.gz")
     check_weights(args.weights)
-    print(f"Machine: {machine()}\nCommand: python {' '.join(sys.argv)}\n")
+    print(f"Machine: {machine()}\n{command_line()}\n")
     train = ud_docs(train_path, n_sents=10, limit=500)
     texts = [d.text for d in ud_docs(dev_path, n_sents=10)][: args.docs]
     names = {"tok2vec + tagger + parser (spaCy CNN)": ROOT / "configs" / "ewt_baseline.cfg",

@@ -31,6 +31,7 @@ from typing import Callable, Dict, List
 HERE = Path(__file__).resolve()
 sys.path.insert(0, str(HERE.parent))
 from common import (  # noqa: E402
+    command_line,
     COUNT,
     DATA,
     POSITIVE,
@@ -273,7 +274,7 @@ def main() -> None:
     with one_line_errors():
         load_config(args.config)
     check_data(DATA / "pretrain_en" / "train.txt.gz")
-    print(f"Machine: {machine()}\nCommand: python {' '.join(sys.argv)}\n")
+    print(f"Machine: {machine()}\n{command_line()}\n")
     with tempfile.TemporaryDirectory() as cache:
         args.cache = cache
         check_segments(args, sections)

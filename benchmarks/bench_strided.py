@@ -21,7 +21,7 @@ from spacy.tokens import Doc
 
 HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE))
-from common import POSITIVE, check_weights, ewt_sentences, machine, table  # noqa: E402
+from common import POSITIVE, check_weights, command_line, ewt_sentences, machine, table  # noqa: E402
 
 from spacy_elmo.layers.segments import _SENTENCE_FINAL  # noqa: E402
 
@@ -77,7 +77,7 @@ def main() -> None:
     for name, stride in (("cut, no overlap", args.max_length), (f"windows, stride {args.stride}", args.stride)):
         error = numpy.abs(layers(args.weights, words, args.max_length, stride) - whole).max(axis=(0, 2))
         rows.append([name, f"{error[near].max():.3g}", f"{error.max():.3g}"])
-    print(f"Machine: {machine()}\nCommand: python {' '.join(sys.argv)}\n")
+    print(f"Machine: {machine()}\n{command_line()}\n")
     print(f"{len(words)} tokens, max_length {args.max_length}, weights {args.weights or 'embedded'}\n")
     print(table(rows, ["reading", "largest difference near the old cut", "largest difference, whole run"]))
 

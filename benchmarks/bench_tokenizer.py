@@ -18,7 +18,7 @@ from typing import Dict, List
 import spacy
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from common import COUNT, DATA, POSITIVE, check_data, machine, table  # noqa: E402
+from common import COUNT, DATA, POSITIVE, check_data, command_line, machine, table  # noqa: E402
 
 from spacy.training import Example  # noqa: E402
 
@@ -40,7 +40,7 @@ def main() -> None:
     parser.add_argument("--limit", type=COUNT, default=0, help="read only this many sentences of each file (0: all)")
     args = parser.parse_args()
     paths = [check_data(DATA / "ud_en_ewt" / f"en_ewt-ud-{split}.conllu.gz") for split in ("train", "dev", "test")]
-    print(f"Machine: {machine()}\nCommand: python {' '.join(sys.argv)}\n")
+    print(f"Machine: {machine()}\n{command_line()}\n")
     train, dev, test = (ud_docs(path, n_sents=10, limit=args.limit) for path in paths)
     learned = spacy.blank("en", config=TOKENIZER)
     start = time.perf_counter()

@@ -45,7 +45,9 @@ import psutil
 import spacy
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from common import COUNT, EWT_TRAIN, POSITIVE, check_data, check_weights, ewt_sentences, machine, table  # noqa: E402
+from common import (  # noqa: E402
+    COUNT, EWT_TRAIN, POSITIVE, check_data, check_weights, command_line, ewt_sentences, machine, table,
+)
 
 PROBE = "The bank of the river was steep , but the bank in town was closed on Monday ."
 
@@ -152,7 +154,7 @@ def main() -> None:
     args = parser.parse_args()
     check_weights(args.weights)
     check_data(EWT_TRAIN)
-    print(f"Machine: {machine()}\nCommand: python {' '.join(sys.argv)}\n")
+    print(f"Machine: {machine()}\n{command_line()}\n")
     results, ok = [], True
     for n in args.n_process:
         try:
