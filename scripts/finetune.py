@@ -73,7 +73,7 @@ def finetune(args: argparse.Namespace) -> int:
 
     from spacy_elmo.resumable_training import (
         MODEL_LAST, ResumeError, Tee, TrainingSettingsError, check_training, exit_status, finished_run_kept,
-        open_run_log, output_folder_problem, recover_output, train_resumable,
+        open_run_log, output_folder_problem, recover_output, resume_record_or_exit, train_resumable,
     )
 
     output = Path(args.output)
@@ -83,7 +83,7 @@ def finetune(args: argparse.Namespace) -> int:
     recover_output(output)  # a model-last that a run killed while saving left as model-last.old
     settings, record = None, None
     if args.resume:
-        record = check_resume(args, output)
+        record = resume_record_or_exit(output, lambda: run_settings(args))
     else:  # before anything is written or loaded: a refused or kept run is left as it is
         if not Path(args.pipeline).is_dir():
             sys.exit(f"{args.pipeline}: no such pipeline directory (the model-best of a frozen ELMo run)")
@@ -124,25 +124,6 @@ def finetune(args: argparse.Namespace) -> int:
     if message:
         print(f"{output}: {message}", file=sys.stderr)
     return code
-
-
-def check_resume(args: argparse.Namespace, output: Path) -> Optional[Dict[str, Any]]:
-    """Before --resume loads anything: the run's record (run_settings.json, None for a run from before
-    them) and training state, read and checked (a damaged record failed the run only after it had
-    finished training), and the files it recorded by contents (PIPELINE, the corpora): one line naming
-    the file or difference where not. Arguments that differ from the record are ignored, the run
-    going on as recorded: one line says so."""
-    from spacy_elmo.resumable_training import ResumeError, check_resumable, ignored_arguments
-
-    try:
-        record = check_resumable(output)
-    except ResumeError as err:
-        sys.exit(f"cannot resume: {err}")
-    ignored = ignored_arguments(record, run_settings(args))
-    if ignored:
-        print(f"{output}: --resume goes on with the run as recorded in its run_settings.json, not with these "
-              f"arguments: {'; '.join(ignored)}", file=sys.stderr)
-    return record
 
 
 def prepare(nlp, args: argparse.Namespace) -> None:

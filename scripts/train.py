@@ -36,7 +36,7 @@ import argparse
 import platform
 import sys
 from pathlib import Path
-from typing import Any, Dict, List, Optional, Tuple
+from typing import Any, Dict, List, Tuple
 
 
 def overrides_from(args: argparse.Namespace, extra: List[str]) -> dict:
@@ -109,7 +109,7 @@ def train(args: argparse.Namespace, overrides: Dict[str, Any]) -> int:
     state and pipeline (--resume)."""
     from spacy_elmo.resumable_training import (
         ResumeError, Tee, TrainingSettingsError, exit_status, open_run_log, output_folder_problem, recover_output,
-        train_resumable, write_wall_time,
+        resume_record_or_exit, train_resumable, write_wall_time,
     )
 
     output = Path(args.output)
@@ -119,7 +119,7 @@ def train(args: argparse.Namespace, overrides: Dict[str, Any]) -> int:
     recover_output(output)  # a model-last that a run killed while saving left as model-last.old
     settings, record = None, None
     if args.resume:
-        record = check_resume(args, overrides, output)
+        record = resume_record_or_exit(output, lambda: given_settings(args, overrides))
         nlp = load_run(output)
     else:  # before anything is written or loaded: a refused or kept run is left as it is
         settings, config, kept = fresh_settings(args, overrides, output)
@@ -203,27 +203,6 @@ def init_pipeline(args: argparse.Namespace, config: Any) -> Any:
     except (ValueError, AssertionError, OSError) as err:  # spaCy's config validation, E923 and kin
         sys.exit(f"{args.config}: cannot initialize the pipeline ({error_line(err)})")
     return nlp
-
-
-def check_resume(args: argparse.Namespace, overrides: Dict[str, Any], output: Path) -> Optional[Dict[str, Any]]:
-    """Before --resume loads anything: the run's record (run_settings.json, None for a run from before
-    them) and training state, read and checked (a damaged record failed the run only after it had
-    finished training; a damaged state was a traceback), and the files it recorded by contents (a corpus
-    changed since it started would mix two runs): one line naming the file or difference where not.
-
-    Arguments given that differ from the record (another --train, an override) are ignored, the run
-    going on as recorded: one line says so."""
-    from spacy_elmo.resumable_training import ResumeError, check_resumable, ignored_arguments
-
-    try:
-        record = check_resumable(output)
-    except ResumeError as err:
-        sys.exit(f"cannot resume: {err}")
-    ignored = ignored_arguments(record, given_settings(args, overrides))
-    if ignored:
-        print(f"{output}: --resume goes on with the run as recorded in its run_settings.json, not with these "
-              f"arguments: {'; '.join(ignored)}", file=sys.stderr)
-    return record
 
 
 SCRIPT_OVERRIDES = ("paths.train", "paths.dev", "training.logger", "initialize.components.elmo.loader")

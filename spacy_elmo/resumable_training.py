@@ -742,6 +742,24 @@ def open_run_log(output: PathLike, resume: bool) -> IO[str]:
         sys.exit(f"{output}: cannot write there ({err.strerror or err})")
 
 
+def resume_record_or_exit(output: PathLike, given: Callable[[], Dict[str, Any]]) -> Optional[Dict[str, Any]]:
+    """For scripts/train.py and scripts/finetune.py, before --resume loads anything: the run's record
+    (run_settings.json; None for a run from before them), checked with its training state and the files
+    it recorded by contents (`check_resumable`: a damaged record failed the run only after it had
+    finished training, a corpus changed since it started would mix two runs), or the script exits with
+    one line naming the file or difference. `given()`: the settings the resuming command gives, as
+    run_settings records them; those that differ from the record are ignored, and a line says so."""
+    try:
+        record = check_resumable(output)
+    except ResumeError as err:
+        sys.exit(f"cannot resume: {err}")
+    ignored = ignored_arguments(record, given())
+    if ignored:
+        print(f"{output}: --resume goes on with the run as recorded in its run_settings.json, not with these "
+              f"arguments: {'; '.join(ignored)}", file=sys.stderr)
+    return record
+
+
 def output_folder_problem(output: PathLike) -> Optional[str]:
     """Why a run cannot be written into the folder OUTPUT (None: it can): OUTPUT, or the nearest of its
     parents that exists, is not a folder. --overwrite does not change that: it replaces a run, never
@@ -1022,9 +1040,9 @@ def _restore_extra(nlp, optimizer, owners: Dict[ParamKey, str], extra: Dict[str,
                           "start afresh with --overwrite") from None
 
 
-def _write_best(written: Path, output: Path) -> None:
+def _write_best(written: Path, output: Path, state: Optional[Dict[str, Any]] = None) -> None:
     """Copy the checkpoint `written` (model-last.tmp, a best evaluation's) to model-best, before it
-    replaces model-last.
+    replaces model-last (`state`: the training_state.json the copy holds instead of `written`'s).
 
     In that order a kill at any point leaves no model-last that records an evaluation as the best
     without its model-best: killed before model-best is in place, model-last is the previous one and
@@ -1035,6 +1053,8 @@ def _write_best(written: Path, output: Path) -> None:
     if copied.exists():
         shutil.rmtree(copied)
     shutil.copytree(written, copied)
+    if state is not None:
+        (copied / STATE_JSON).write_text(json.dumps(state, indent=2), encoding="utf-8")
     _replace_dir(copied, output / MODEL_BEST)
 
 
@@ -1060,14 +1080,9 @@ def _repair_model_best(output: Path, saved: Dict[str, Any], stdout: Any, msg: Pr
         warnings.warn(note, ResumeWarning)
         stdout.write(msg.warn(note) + "\n")
         return
-    copied = output / (MODEL_BEST + ".tmp")
-    if copied.exists():
-        shutil.rmtree(copied)
-    shutil.copytree(output / MODEL_LAST, copied)
     # as it was saved at that evaluation: not yet stopped
-    state = dict(json.loads((copied / STATE_JSON).read_text(encoding="utf-8")), stopped=None, signal=None)
-    (copied / STATE_JSON).write_text(json.dumps(state, indent=2), encoding="utf-8")
-    _replace_dir(copied, output / MODEL_BEST)
+    state = dict(json.loads((output / MODEL_LAST / STATE_JSON).read_text(encoding="utf-8")), stopped=None, signal=None)
+    _write_best(output / MODEL_LAST, output, state)
     stdout.write(msg.info(f"{output / MODEL_BEST}: rewritten from model-last, which holds the best evaluation "
                           f"(step {best_step}; model-best held {held})") + "\n")
 
@@ -1152,7 +1167,7 @@ __all__ = [
     "record_settings", "read_record", "keep_finished", "finished_run_kept", "check_unfinished",
     "overrides_by_contents", "add_overwrite_option", "occupied_output", "clear_output", "parse_bool",
     "pipeline_settings", "exit_status", "check_inputs", "check_resumable", "changed_inputs",
-    "ignored_arguments", "output_folder_problem", "open_run_log", "check_training", "TrainingSettingsError",
-    "parse_minutes", "WALL_TIME", "EXIT_TIME_BUDGET", "SIGNAL_EXIT", "Tee", "write_wall_time", "read_log",
-    "recover_output",
+    "ignored_arguments", "resume_record_or_exit", "output_folder_problem", "open_run_log", "check_training",
+    "TrainingSettingsError", "parse_minutes", "WALL_TIME", "EXIT_TIME_BUDGET", "SIGNAL_EXIT", "Tee",
+    "write_wall_time", "read_log", "recover_output",
 ]
