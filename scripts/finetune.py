@@ -114,7 +114,7 @@ def finetune(args: argparse.Namespace) -> int:
         try:
             state = train_resumable(nlp, output, resume=args.resume, overwrite=args.overwrite,
                                     max_minutes=args.max_minutes, use_gpu=args.gpu_id, stdout=Tee(sys.stdout, log),
-                                    settings=settings)
+                                    settings=settings, resume_checked=args.resume)
         except (ResumeError, TrainingSettingsError, OSError) as err:
             sys.exit(f"cannot resume: {err}" if args.resume else str(err))
         code, message = exit_status(state)

@@ -132,7 +132,7 @@ def train(args: argparse.Namespace, overrides: Dict[str, Any]) -> int:
         try:
             state = train_resumable(nlp, output, resume=args.resume, overwrite=args.overwrite,
                                     max_minutes=args.max_minutes, use_gpu=args.gpu_id, stdout=tee,
-                                    settings=settings)
+                                    settings=settings, resume_checked=args.resume)
         except (ResumeError, TrainingSettingsError, OSError) as err:
             sys.exit(f"cannot resume: {err}" if args.resume else str(err))
         code, message = exit_status(state)

@@ -813,6 +813,7 @@ def train_resumable(
     stdout: Optional[Any] = None,
     stop: Optional[threading.Event] = None,
     settings: Optional[Dict[str, Any]] = None,
+    resume_checked: bool = False,
 ) -> Dict[str, Any]:
     """Train `nlp` with its [training] block into `output`; return the final training state.
 
@@ -827,7 +828,9 @@ def train_resumable(
     this call) or "interrupted" (a signal, whose name is then `signal`, or `stop`
     set by the caller); the last two can be resumed (`exit_status` gives a
     command's exit status for each). An exception propagates and leaves
-    model-last as the last evaluation saved it, resumable too.
+    model-last as the last evaluation saved it, resumable too. `resume_checked`: the caller has run
+    `check_resumable` on `output` already (the scripts, before loading model-last), so the run's
+    record and inputs are not read and hashed a second time.
     """
     from spacy.schemas import ConfigSchemaTraining
     from spacy.training.loop import create_before_to_disk_callback, create_evaluation_callback, subdivide_batch
@@ -845,7 +848,7 @@ def train_resumable(
     if use_gpu >= 0 and T["gpu_allocator"]:
         set_gpu_allocator(T["gpu_allocator"])
     recover_output(output)
-    saved = _resumable_state(output) if resume else None
+    saved = _resumable_state(output, checked=resume_checked) if resume else None
     if saved is not None and saved["stopped"] in FINISHED:
         stdout.write(msg.info(f"{output}: training had already ended ({saved['stopped']})") + "\n")
         return saved
@@ -983,12 +986,13 @@ def train_resumable(
     return state
 
 
-def _resumable_state(output: Path) -> Dict[str, Any]:
+def _resumable_state(output: Path, checked: bool = False) -> Dict[str, Any]:
     """The training state --resume goes on from (model-last's), after checking that it can: ResumeError
     where there is none, SettingsChanged where the run's recorded inputs have changed (`check_inputs`;
     not for a finished run, which trains nothing more). Read before the corpora, so nothing of a
-    refused run is read for nothing, nor written."""
-    check_resumable(output)
+    refused run is read for nothing, nor written. `checked`: the caller has checked them already."""
+    if not checked:
+        check_resumable(output)
     saved = read_state(output)
     if saved is None:
         raise ResumeError(f"{output / MODEL_LAST}: no training state to resume (was it written by "
