@@ -330,35 +330,62 @@ def _span_vector(span: Span) -> Optional[numpy.ndarray]:
     return _mean_vector(span.doc, span.start, span.end)
 
 
-def _static_vector(doc: Doc, start: int, end: int):
-    """spaCy's own vector for tokens start..end of a doc that keeps no ELMo: the mean of their static
-    vectors, zeros of the vocab's vector width where there are none (or no tokens). The hooks fall back
-    to it so that `.vector` stays an array (spaCy's `vector_norm` and similarity need one) for a doc
-    whose ELMo is gone: cleared, or kept with store_layers = false and lost by `doc.copy()`."""
+def _tensor_rows(doc: Doc) -> bool:
+    """Whether spaCy's own vector API reads this doc's `doc.tensor`: the vocab has no static vectors
+    and the tensor has a row per token (`set_doc_tensor = true` put the mixed vectors there)."""
+    tensor = doc.tensor
+    return doc.vocab.vectors.size == 0 and getattr(tensor, "size", 0) != 0 and tensor.shape[0] == len(doc)
+
+
+def _fallback_vector(doc: Doc, start: int, end: int):
+    """spaCy's own vector for tokens start..end of a doc that keeps no ELMo (cleared, or kept with
+    store_layers = false and lost by `doc.copy()` or `span.as_doc()`): the mean of their `doc.tensor`
+    rows where spaCy reads those (no static vectors; with `set_doc_tensor` they are the mixed ELMo
+    vectors, which such copies keep), else of their static vectors; zeros of that width where there
+    are no tokens or no vectors. The hooks fall back to it so that `.vector` stays what it would be
+    without them, and an array (spaCy's `vector_norm` and similarity need one)."""
     vocab = doc.vocab
+    if _tensor_rows(doc):
+        if end <= start:
+            return numpy.zeros((doc.tensor.shape[1],), dtype=numpy.float32)
+        return numpy.asarray(doc.tensor[start:end], dtype=numpy.float32).mean(axis=0)
     if end <= start or vocab.vectors.size == 0:
         return numpy.zeros((vocab.vectors_length,), dtype=numpy.float32)
     return sum(vocab.get_vector(doc[i].orth) for i in range(start, end)) / (end - start)
 
 
 def _hook_vector(vector: Optional[numpy.ndarray], doc: Doc, start: int, end: int):
-    return vector if vector is not None else _static_vector(doc, start, end)
+    return vector if vector is not None else _fallback_vector(doc, start, end)
+
+
+def _fallback_has_vector(doc: Doc, start: int, end: int) -> bool:
+    """spaCy's own `.has_vector` for tokens start..end of a doc that keeps no ELMo: its tensor rows
+    (as `_fallback_vector`), else whether any of them has a static vector."""
+    if _tensor_rows(doc):
+        return True
+    vocab = doc.vocab
+    return vocab.vectors.size != 0 and any(vocab.has_vector(doc[i].orth) for i in range(start, end))
+
+
+def _has_vector(doc: Doc, start: int, end: int) -> bool:
+    return has_elmo(doc) or _fallback_has_vector(doc, start, end)
 
 
 def set_vector_hooks(doc: Doc) -> None:
     """Make .vector, .has_vector and .similarity of the doc, its spans and tokens use ELMo.
 
-    Where the doc keeps no ELMo, `.vector` is spaCy's static-vector one (never None) and
-    `.has_vector` is False."""
+    Where the doc keeps no ELMo, they are what spaCy's own would be: the `doc.tensor` rows where the
+    vocab has no static vectors and the tensor has a row per token (`set_doc_tensor = true`), else the
+    static vectors (`.vector` is never None)."""
     doc.user_hooks["vector"] = lambda d: _hook_vector(d._.elmo_vector, d, 0, len(d))
-    doc.user_hooks["has_vector"] = lambda d: has_elmo(d)
-    doc.user_hooks["similarity"] = lambda a, b: _cosine(a._.elmo_vector, _other_vector(b))
+    doc.user_hooks["has_vector"] = lambda d: _has_vector(d, 0, len(d))
+    doc.user_hooks["similarity"] = lambda a, b: _cosine(a.vector, _other_vector(b))
     doc.user_span_hooks["vector"] = lambda s: _hook_vector(s._.elmo_vector, s.doc, s.start, s.end)
-    doc.user_span_hooks["has_vector"] = lambda s: has_elmo(s.doc)
-    doc.user_span_hooks["similarity"] = lambda a, b: _cosine(a._.elmo_vector, _other_vector(b))
+    doc.user_span_hooks["has_vector"] = lambda s: _has_vector(s.doc, s.start, s.end)
+    doc.user_span_hooks["similarity"] = lambda a, b: _cosine(a.vector, _other_vector(b))
     doc.user_token_hooks["vector"] = lambda t: _hook_vector(t._.elmo_vector, t.doc, t.i, t.i + 1)
-    doc.user_token_hooks["has_vector"] = lambda t: has_elmo(t.doc)
-    doc.user_token_hooks["similarity"] = lambda a, b: _cosine(a._.elmo_vector, _other_vector(b))
+    doc.user_token_hooks["has_vector"] = lambda t: _has_vector(t.doc, t.i, t.i + 1)
+    doc.user_token_hooks["similarity"] = lambda a, b: _cosine(a.vector, _other_vector(b))
 
 
 def _other_vector(obj) -> Optional[numpy.ndarray]:

@@ -5,7 +5,8 @@ With `set_vector_hooks`, `doc.vector`, `span.vector` and `token.vector` returned
 `doc.copy()` of a doc annotated with `store_layers = false` (the copy keeps the hooks but
 not the layers). spaCy's API then broke: `token.vector_norm` raised thinc's "Only numpy and
 cupy arrays are supported, but found NoneType". The hooks now fall back to spaCy's static
-vector (zeros without static vectors), and `.has_vector` stays False.
+vector (zeros without static vectors), and `.has_vector` stays False (with `set_doc_tensor`, the tensor's
+rows: test_vector_hooks_read_doc_tensor.py).
 """
 import numpy
 import pytest
