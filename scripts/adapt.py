@@ -51,14 +51,17 @@ def run_settings(args: argparse.Namespace, extra: List[str]) -> Dict[str, Any]:
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--elmo-model", choices=["shipped", "pretrained"], default="shipped")
+    parser.add_argument("--elmo-model", choices=["shipped", "pretrained"], default="shipped",
+                        help="shipped: start from the embedded biLM; pretrained: from --pretrained-dir (%(default)s)")
     parser.add_argument("--train", required=True, help="the task's training text (.spacy, .txt or .txt.gz)")
     parser.add_argument("--dev", required=True, help="held-out text of the task that picks the checkpoint")
-    parser.add_argument("--output", default="training/adapted_ewt")
+    parser.add_argument("--output", default="training/adapted_ewt",
+                        help="the run's folder; the adapted model is OUTPUT/model-best (%(default)s)")
     parser.add_argument("--pretrained-dir", default="training/pretrain/model-best",
                         help="the biLM to adapt with --elmo-model pretrained (%(default)s)")
-    parser.add_argument("--config", default="configs/pretrain_adapt_ewt.cfg")
-    parser.add_argument("--gpu-id", type=int, default=-1)
+    parser.add_argument("--config", default="configs/pretrain_adapt_ewt.cfg",
+                        help="the adaptation's pretraining config (%(default)s)")
+    parser.add_argument("--gpu-id", type=int, default=-1, help="GPU to train on (-1: CPU)")
     add_overwrite_option(parser, "start again, deleting what OUTPUT holds")
     args, extra = parser.parse_known_args()
     output = Path(args.output)

@@ -36,14 +36,16 @@ def main() -> None:
 
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("pipeline", help="a trained ELMo pipeline (model-best of a frozen run)")
-    parser.add_argument("output")
-    parser.add_argument("--train", required=True)
-    parser.add_argument("--dev", required=True)
-    parser.add_argument("--learn-rate", type=float, default=1e-4)
-    parser.add_argument("--patience", type=int, default=1600)
-    parser.add_argument("--max-steps", type=int, default=20000)
-    parser.add_argument("--seed", type=int, default=0)
-    parser.add_argument("--gpu-id", type=int, default=-1)
+    parser.add_argument("output", help="the folder the run is written to")
+    parser.add_argument("--train", required=True, help="training corpus (.spacy)")
+    parser.add_argument("--dev", required=True, help="dev corpus (.spacy): early stopping")
+    parser.add_argument("--learn-rate", type=float, default=1e-4,
+                        help="learning rate of the biLM and the task layers alike (%(default)s)")
+    parser.add_argument("--patience", type=int, default=1600,
+                        help="steps without a better dev score before the run stops (%(default)s)")
+    parser.add_argument("--max-steps", type=int, default=20000, help="the step cap (%(default)s)")
+    parser.add_argument("--seed", type=int, default=0, help="random seed: batch order, dropout (%(default)s)")
+    parser.add_argument("--gpu-id", type=int, default=-1, help="GPU to train on (-1: CPU)")
     add_resume_options(parser)
     args = parser.parse_args()
     if args.resume and args.overwrite:

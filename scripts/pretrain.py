@@ -38,12 +38,15 @@ from spacy_elmo.pretrain.trainer import run_finished
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--elmo-model", choices=["shipped", "pretrained"], default="shipped")
-    parser.add_argument("--config", default="configs/pretrain_en_2x512_128.cfg")
-    parser.add_argument("--train")
-    parser.add_argument("--dev")
-    parser.add_argument("--output", default="training/pretrain")
-    parser.add_argument("--gpu-id", type=int, default=-1)
+    parser.add_argument("--elmo-model", choices=["shipped", "pretrained"], default="shipped",
+                        help="shipped: use the embedded biLM, train nothing; pretrained: pretrain one (%(default)s)")
+    parser.add_argument("--config", default="configs/pretrain_en_2x512_128.cfg",
+                        help="pretraining config of both passes (%(default)s)")
+    parser.add_argument("--train", help="pretraining text (required with pretrained)")
+    parser.add_argument("--dev", help="held-out text (required with pretrained)")
+    parser.add_argument("--output", default="training/pretrain",
+                        help="the second pass's folder; the first pass's is OUTPUT-pass1 (%(default)s)")
+    parser.add_argument("--gpu-id", type=int, default=-1, help="GPU to pretrain on (-1: CPU)")
     parser.add_argument("--word-table", default="training/word_table",
                         help="word table to build (if missing) and train with; 'none' for none (%(default)s)")
     parser.add_argument("--passes", type=int, choices=[1, 2], default=2,

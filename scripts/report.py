@@ -237,10 +237,10 @@ def check_metrics(metrics: Path, prefix: str) -> None:
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--metrics", default="metrics")
-    parser.add_argument("--training", default="training")
-    parser.add_argument("--plots", default="plots")
-    parser.add_argument("--prefix", default="")
+    parser.add_argument("--metrics", default="metrics", help="the evaluate step's JSON files; comparison.md goes here")
+    parser.add_argument("--training", default="training", help="the runs' folders (log.jsonl, wall_time.json)")
+    parser.add_argument("--plots", default="plots", help="where the two plots go")
+    parser.add_argument("--prefix", default="", help="files with this prefix (smoke- for the smoke workflow)")
     args = parser.parse_args()
     metrics, training, plots = Path(args.metrics), Path(args.training), Path(args.plots)
     check_metrics(metrics, args.prefix)  # before anything is drawn or written

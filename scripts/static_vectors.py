@@ -63,7 +63,8 @@ def main(argv: Optional[List[str]] = None) -> None:
                         "(default: the embedded English model)")
     parser.add_argument("--elmo-model", choices=["shipped", "pretrained"], default="shipped",
                         help="as scripts/train.py: the embedded model, or the one in --pretrained-dir")
-    parser.add_argument("--pretrained-dir", default="training/pretrain/model-best")
+    parser.add_argument("--pretrained-dir", default="training/pretrain/model-best",
+                        help="the biLM --elmo-model pretrained reads (%(default)s)")
     parser.add_argument("--lang", default="en", help="language of the blank pipeline (%(default)s)")
     parser.add_argument("--overwrite", action="store_true",
                         help="replace OUTPUT where it exists and is not empty (else that is refused)")

@@ -165,7 +165,7 @@ def main(argv: Optional[Sequence[str]] = None) -> None:
                              "reference of the gain")
     parser.add_argument("--attr", choices=["pos", "tag"], default="pos", help="pos: UPOS (default), tag: XPOS")
     parser.add_argument("--min-tokens", type=int, default=100, help="list gold tags with at least this many tokens")
-    parser.add_argument("--batch-size", type=int, default=64)
+    parser.add_argument("--batch-size", type=int, default=64, help="docs per batch when tagging (%(default)s)")
     parser.add_argument("--output", type=Path, help="also write the table here")
     args = parser.parse_args(argv)
 

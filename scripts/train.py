@@ -74,14 +74,17 @@ def main() -> None:
     from spacy_elmo.resumable_training import SIGNAL_EXIT, add_resume_options
 
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("config")
-    parser.add_argument("output")
-    parser.add_argument("--train", required=True)
-    parser.add_argument("--dev", required=True)
-    parser.add_argument("--elmo-model", choices=["shipped", "pretrained", "none"], default="none")
-    parser.add_argument("--pretrained-dir", default="training/pretrain/model-best")
-    parser.add_argument("--max-steps", type=int, default=0)
-    parser.add_argument("--gpu-id", type=int, default=-1)
+    parser.add_argument("config", help="the training config (.cfg)")
+    parser.add_argument("output", help="the folder the run is written to")
+    parser.add_argument("--train", required=True, help="training corpus (.spacy): paths.train")
+    parser.add_argument("--dev", required=True, help="dev corpus (.spacy): paths.dev")
+    parser.add_argument("--elmo-model", choices=["shipped", "pretrained", "none"], default="none",
+                        help="none or shipped: the config's own biLM loader; pretrained: --pretrained-dir's model "
+                        "(%(default)s)")
+    parser.add_argument("--pretrained-dir", default="training/pretrain/model-best",
+                        help="the biLM --elmo-model pretrained reads (%(default)s)")
+    parser.add_argument("--max-steps", type=int, default=0, help="cap the run at N steps (0: the config's)")
+    parser.add_argument("--gpu-id", type=int, default=-1, help="GPU to train on (-1: CPU)")
     add_resume_options(parser)
     args, extra = parser.parse_known_args()
     if args.resume and args.overwrite:

@@ -290,3 +290,98 @@ def test_every_project_variable_and_command_is_documented():
     names = list(project["vars"]) + [command["name"] for command in project["commands"]] + list(project["workflows"])
     missing = [name for name in names if not in_code(name, page)]
     assert not missing, missing_report(missing, "project.md")
+
+
+# -- the project's scripts -----------------------------------------------------------------------
+
+SCRIPTS = DOCS.parent / "scripts"
+SCRIPT_PAGES = ["project.md", "pretraining.md"]
+
+
+class _ParserCaptured(Exception):
+    """Raised in place of parsing, so that a script's main() stops once its parser is built."""
+
+
+def script_parser(path: Path):
+    """The argparse parser scripts/NAME.py's main() builds, taken where it would parse (nothing runs)."""
+    import argparse
+    import importlib.util
+    import sys
+
+    seen: list = []
+
+    def capture(self, args=None, namespace=None):
+        seen.append(self)
+        raise _ParserCaptured
+
+    sys.path.insert(0, str(path.parent))  # scripts import each other (adapt.py reads pretrain.py)
+    original, argv = argparse.ArgumentParser.parse_known_args, sys.argv
+    argparse.ArgumentParser.parse_known_args = capture  # type: ignore[method-assign]
+    sys.argv = [str(path)]
+    try:
+        spec = importlib.util.spec_from_file_location(f"_docs_script_{path.stem}", path)
+        assert spec is not None and spec.loader is not None
+        module = importlib.util.module_from_spec(spec)
+        spec.loader.exec_module(module)
+        with pytest.raises(_ParserCaptured):
+            module.main()
+    finally:
+        argparse.ArgumentParser.parse_known_args = original  # type: ignore[method-assign]
+        sys.argv = argv
+        sys.path.remove(str(path.parent))
+    return seen[0]
+
+
+def script_section(name: str) -> str:
+    """The level-3 sections of the script pages whose heading names scripts/NAME.py, joined."""
+    found = []
+    for page in SCRIPT_PAGES:
+        found += [body for heading, body in sections(read(page), 3).items() if f"scripts/{name}.py" in heading]
+    return "\n".join(found)
+
+
+def undocumented_arguments(parser, section: str, step: str = "") -> List[str]:
+    """Each option flag and positional argument of `parser` the section does not name in inline code;
+    a subcommand's as `STEP --flag` and `STEP ... POSITIONAL`."""
+    import argparse
+
+    missing = []
+    for action in parser._actions:
+        if isinstance(action, argparse._HelpAction):
+            continue
+        if isinstance(action, argparse._SubParsersAction):
+            for sub, subparser in action.choices.items():
+                if not in_code(sub, section) and not re.search(rf"`{re.escape(sub)}[ `]", section):
+                    missing.append(f"step `{sub}`")
+                missing += undocumented_arguments(subparser, section, sub)
+            continue
+        prefix = f"{step} " if step else ""
+        if action.option_strings:
+            missing += [f"`{prefix}{flag}`" for flag in action.option_strings
+                        if flag.startswith("--") and not in_code(prefix + flag, section)]
+        elif step:
+            if not re.search(rf"`{re.escape(step)}[^`]*\b{action.dest.upper()}\b[^`]*`", section):
+                missing.append(f"`{step} {action.dest.upper()}`")
+        elif not in_code(action.dest, section):
+            missing.append(f"`{action.dest}`")
+    return missing
+
+
+@pytest.mark.parametrize("name", sorted(p.stem for p in SCRIPTS.glob("*.py")))
+def test_every_script_argument_and_option_is_documented(name):
+    section = script_section(name)
+    assert section, f"scripts/{name}.py has no '### ... scripts/{name}.py' section in docs/ ({SCRIPT_PAGES})"
+    parser = script_parser(SCRIPTS / f"{name}.py")
+    assert parser._actions, f"scripts/{name}.py: no argument parser was found"
+    missing = undocumented_arguments(parser, section)
+    assert not missing, missing_report([f"scripts/{name}.py: {m}" for m in missing], " or ".join(SCRIPT_PAGES))
+
+
+def test_the_script_check_sees_an_undocumented_option():
+    import argparse
+
+    parser = argparse.ArgumentParser()
+    parser.add_argument("output")
+    parser.add_argument("--seen")
+    parser.add_argument("--unseen")
+    assert undocumented_arguments(parser, "| `output` | `--seen` |") == ["`--unseen`"]

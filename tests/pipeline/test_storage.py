@@ -149,6 +149,19 @@ def test_doc_tensor_survives_doc_bytes_not_docbin(allennlp_dir):
     assert restored.tensor.size == 0 and restored._.elmo is not None
 
 
+@pytest.mark.filterwarnings("ignore:.*W101")  # spaCy: the docs' user_data keys are not merged
+def test_doc_from_docs_drops_the_layers_and_running_elmo_again_gives_them(allennlp_dir):
+    """docs/component.md's table: `Doc.from_docs` joins docs without their layers; `elmo` on the
+    joined doc gives it layers of its own length."""
+    nlp = _nlp(allennlp_dir, set_doc_tensor=True)
+    first, second = nlp("The bank of the river ."), nlp("It rose .")
+    joined = Doc.from_docs([first, second])
+    assert joined._.elmo is None and joined[0]._.elmo_vector is None
+    assert joined.tensor.shape == (len(first) + len(second), first.tensor.shape[1])  # spaCy joins the tensor
+    again = nlp.get_pipe("elmo")(joined)
+    assert again._.elmo.shape[1] == len(joined)
+
+
 def _listener_outputs(nlp, docs):
     tok2vec = nlp.get_pipe("tagger").model.get_ref("tok2vec")
     listener = tok2vec.get_ref("listener")
