@@ -529,11 +529,14 @@ def parameter_owners(nlp) -> Dict[ParamKey, str]:
 
 
 def optimizer_state(optimizer, owners: Dict[ParamKey, str]) -> Dict[str, Dict[str, Any]]:
-    """Adam's moments, averages and update counts, keyed by each parameter's place ("owner|parameter")."""
+    """Adam's moments, averages and update counts, keyed by each parameter's place ("owner|parameter"),
+    on the host (on a GPU thinc keeps them as cupy arrays, which `numpy.asarray` refuses)."""
+    from thinc.util import to_numpy
+
     state: Dict[str, Dict[str, Any]] = {}
     for table in _OPTIMIZER_TABLES:
         values = getattr(optimizer, table) or {}
-        state[table] = {owners[k]: numpy.asarray(v) for k, v in values.items() if k in owners}
+        state[table] = {owners[k]: to_numpy(v) for k, v in values.items() if k in owners}
     for table in _OPTIMIZER_COUNTS:
         state[table] = {owners[k]: int(v) for k, v in getattr(optimizer, table).items() if k in owners}
     return state
@@ -547,15 +550,19 @@ def _optimizer_key(ids: Dict[str, ParamKey], saved: str, what: str) -> ParamKey:
     return ids[saved]
 
 
-def set_optimizer_state(optimizer, owners: Dict[ParamKey, str], state: Dict[str, Dict[str, Any]]) -> None:
-    """Put `optimizer_state`'s tables back, keyed on this pipeline's ids."""
+def set_optimizer_state(optimizer, owners: Dict[ParamKey, str], state: Dict[str, Dict[str, Any]], ops=None) -> None:
+    """Put `optimizer_state`'s tables back, keyed on this pipeline's ids, as arrays of `ops` (by default
+    the current ops: on a GPU thinc's Adam and averaging are cupy kernels, which refuse numpy arrays)."""
+    from thinc.api import get_current_ops
+
+    ops = ops if ops is not None else get_current_ops()
     ids = {place: key for key, place in owners.items()}
     for table in _OPTIMIZER_TABLES:
         if state.get(table) and getattr(optimizer, table) is None:
             raise ResumeError(f"the checkpoint has optimizer {table} but this optimizer keeps none")
         if getattr(optimizer, table) is not None:
             getattr(optimizer, table).update(
-                {_optimizer_key(ids, k, "optimizer state"): numpy.array(v, dtype="float32")
+                {_optimizer_key(ids, k, "optimizer state"): ops.asarray_f(numpy.array(v, dtype="float32"))
                  for k, v in state[table].items()}
             )
     for table in _OPTIMIZER_COUNTS:

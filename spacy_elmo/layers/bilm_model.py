@@ -116,8 +116,10 @@ def ElmoBiLM(
         "elmo-torch",
         pytorch_forward,
         attrs={"convert_inputs": _convert_inputs, "convert_outputs": _convert_outputs},
-        # thinc's autocast and gradient scaler are for CUDA; on CPU the biLM runs in float32
-        shims=[ElmoShim(fresh, mixed_precision=mixed_precision and torch.cuda.is_available())],
+        # thinc's autocast and gradient scaler are for CUDA: on when the model is built for the GPU (thinc's
+        # current ops are cupy's, as after require_gpu, which also puts the shim there); a machine with
+        # CUDA running on its CPU keeps float32 (the scaler refused its CPU gradients)
+        shims=[ElmoShim(fresh, mixed_precision=mixed_precision and _building_for_gpu())],
     )
     model: Model[InT, OutT] = Model(
         "elmo-bilm",
@@ -142,6 +144,14 @@ def ElmoBiLM(
         },
     )
     return model
+
+
+def _building_for_gpu() -> bool:
+    """Whether a model built now runs on the GPU: thinc's current ops are cupy's (`require_gpu`, `spacy
+    train --gpu-id`), which is also what puts the shim's biLM there (thinc's default torch device)."""
+    from thinc.api import CupyOps, get_current_ops
+
+    return isinstance(get_current_ops(), CupyOps) and torch.cuda.is_available()
 
 
 def init(model: Model[InT, OutT], X: Optional[InT] = None, Y=None) -> Model[InT, OutT]:

@@ -133,10 +133,18 @@ def _keep(doc: Doc, key: Tuple, transient: "weakref.WeakKeyDictionary[Doc, numpy
 
 
 def _as_array(value: Any, what: str) -> numpy.ndarray:
-    """`value` as an array: an array (numpy's, or another with `ndim` and `shape`, e.g. cupy's) as it
-    is, a nested list converted to float32; anything else is a ValueError."""
-    if isinstance(value, numpy.ndarray) or (hasattr(value, "ndim") and hasattr(value, "shape")):
+    """`value` as a numpy array: a numpy array as it is, another array (with `ndim` and `shape`: cupy's,
+    a torch tensor) copied to the host, a nested list converted to float32; anything else is a
+    ValueError. The doc keeps numpy arrays only: `DocBin` and `Doc.to_bytes` serialize them, and the
+    vectors are computed with numpy (a cupy array kept as it was failed in both)."""
+    if isinstance(value, numpy.ndarray):
         return value
+    if hasattr(value, "ndim") and hasattr(value, "shape"):
+        from thinc.util import to_numpy
+
+        if hasattr(value, "detach"):  # a torch tensor, maybe on a GPU
+            value = value.detach().cpu()
+        return to_numpy(value)
     try:
         return numpy.asarray(value, dtype=numpy.float32)
     except (TypeError, ValueError) as err:
@@ -343,15 +351,18 @@ def _fallback_vector(doc: Doc, start: int, end: int):
     rows where spaCy reads those (no static vectors; with `set_doc_tensor` they are the mixed ELMo
     vectors, which such copies keep), else of their static vectors; zeros of that width where there
     are no tokens or no vectors. The hooks fall back to it so that `.vector` stays what it would be
-    without them, and an array (spaCy's `vector_norm` and similarity need one)."""
+    without them, and a numpy array (spaCy's `vector_norm` and similarity need one; on a GPU spaCy's
+    tensor and vectors may be cupy arrays)."""
+    from thinc.util import to_numpy
+
     vocab = doc.vocab
     if _tensor_rows(doc):
         if end <= start:
             return numpy.zeros((doc.tensor.shape[1],), dtype=numpy.float32)
-        return numpy.asarray(doc.tensor[start:end], dtype=numpy.float32).mean(axis=0)
+        return to_numpy(doc.tensor[start:end]).astype(numpy.float32, copy=False).mean(axis=0)
     if end <= start or vocab.vectors.size == 0:
         return numpy.zeros((vocab.vectors_length,), dtype=numpy.float32)
-    return sum(vocab.get_vector(doc[i].orth) for i in range(start, end)) / (end - start)
+    return sum(to_numpy(vocab.get_vector(doc[i].orth)) for i in range(start, end)) / (end - start)
 
 
 def _hook_vector(vector: Optional[numpy.ndarray], doc: Doc, start: int, end: int):
