@@ -29,6 +29,7 @@ torch's setting is restored afterwards, so nothing else in the process is
 affected.
 """
 import os
+import threading
 import time
 import warnings
 from contextlib import contextmanager
@@ -140,14 +141,16 @@ def _monitor() -> FreeCores:
     return _MONITOR
 
 
-def threads_for_call(setting: ThreadsSetting, monitor: Optional[FreeCores] = None) -> int:
+def threads_for_call(setting: ThreadsSetting, monitor: Optional[FreeCores] = None,
+                     ceiling: Optional[int] = None) -> int:
     """The number of threads a prediction should use now.
 
     monitor: where "load-aware" reads the free cores (default: one per process).
+    ceiling: torch's own setting (default: `torch.get_num_threads()` in this thread).
     """
     if isinstance(setting, str):
         setting = DEPRECATED_ALIASES.get(setting, setting)  # a cfg with the deprecated spelling
-    ceiling = torch.get_num_threads()
+    ceiling = ceiling if ceiling is not None else torch.get_num_threads()
     if setting == TORCH:
         return ceiling
     if setting != LOAD_AWARE:
@@ -161,19 +164,40 @@ def threads_for_call(setting: ThreadsSetting, monitor: Optional[FreeCores] = Non
     return max(1, min(ceiling, int(free + BUSY_MARGIN)))
 
 
+# torch's own setting while calls run: read by the first call to enter, put back by each one leaving
+_CALLS_LOCK = threading.Lock()
+_active_calls = 0
+_torch_setting: Optional[int] = None
+
+
 @contextmanager
 def cpu_threads(setting: ThreadsSetting) -> Iterator[int]:
-    """Run the block with the threads `setting` asks for now; torch's setting is restored after."""
-    previous = torch.get_num_threads()
-    wanted = threads_for_call(setting)
-    if wanted == previous:
-        yield wanted
-        return
-    torch.set_num_threads(wanted)
+    """Run the block with the threads `setting` asks for now; torch's setting is restored after.
+
+    Several Python threads may predict at once (a web server's pool). `torch.set_num_threads` sets
+    the calling thread's OpenMP count and a process-wide value that each new thread starts from, so
+    a thread started while another was inside a call began with that call's count, took it for
+    torch's setting and "restored" it when its own call ended: the count stayed with the thread.
+    torch's setting is therefore the one read by the first call to enter while none runs, and every
+    call puts its thread back to it when leaving. (A thread started during a call that never predicts
+    still starts with that call's count; torch gives no way to set one without the other.)
+    """
+    global _active_calls, _torch_setting
+    with _CALLS_LOCK:
+        if _active_calls == 0:
+            _torch_setting = torch.get_num_threads()
+        _active_calls += 1
+        torch_setting = int(_torch_setting)  # type: ignore[arg-type]
     try:
+        wanted = threads_for_call(setting, ceiling=torch_setting)
+        if torch.get_num_threads() != wanted:
+            torch.set_num_threads(wanted)
         yield wanted
     finally:
-        torch.set_num_threads(previous)
+        with _CALLS_LOCK:
+            _active_calls -= 1
+        if torch.get_num_threads() != torch_setting:
+            torch.set_num_threads(torch_setting)
 
 
 __all__ = ["cpu_threads", "threads_for_call", "check_threads", "FreeCores", "ThreadsSetting", "TORCH", "LOAD_AWARE"]
