@@ -34,6 +34,7 @@ other package did).
 """
 import importlib
 import importlib.util
+import threading
 from functools import partial
 from pathlib import Path
 from typing import Callable, List, Optional, Union
@@ -186,13 +187,21 @@ def read_weights(weights: WeightsSetting = None, with_softmax: bool = False) -> 
     return loader.read(with_softmax)
 
 
+# one load at a time: threads whose first calls arrive together (a web server's first requests)
+# each built the whole biLM and all but one threw theirs away
+_LOAD_LOCK = threading.RLock()
+
+
 def ensure_weights(model: Model) -> Model:
     """Fill a biLM model through its loader (`model.attrs["loader"]`; none set: the embedded model),
-    unless it holds a biLM already (built from sizes, loaded, or deserialized)."""
+    unless it holds a biLM already (built from sizes, loaded, or deserialized). Threads that call it
+    on one model at once load it once: the others wait and find it loaded."""
     from .bilm_model import has_bilm  # bilm_model imports this module
 
     if not has_bilm(model):
-        resolve_loader(model.attrs.get(LOADER_ATTR))(model)
+        with _LOAD_LOCK:
+            if not has_bilm(model):
+                resolve_loader(model.attrs.get(LOADER_ATTR))(model)
     return model
 
 

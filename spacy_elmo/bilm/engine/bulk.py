@@ -7,7 +7,10 @@ while the budget bounds a batch's memory. A sentence that occurs more than
 once is computed once. None of this changes a bit of the result: a
 sentence's layers do not depend on its batch (engine/product_rows.py).
 """
-from typing import TYPE_CHECKING, Dict, Iterable, Iterator, List, Sequence, Tuple
+import threading
+import weakref
+from contextlib import contextmanager
+from typing import TYPE_CHECKING, Any, Callable, Dict, Iterable, Iterator, List, Sequence, Tuple
 
 import numpy
 import torch
@@ -38,6 +41,33 @@ def embed(
     return [results[i] for i in range(len(sentences))]
 
 
+# modules in eval mode for calls under way: [calls, the mode before the first], so that threads
+# sharing a model leave it in the caller's mode (each restored the mode the one before it had set)
+_MODE_LOCK = threading.Lock()
+_MODE_CALLS: "weakref.WeakKeyDictionary[torch.nn.Module, List[Any]]" = weakref.WeakKeyDictionary()
+
+
+@contextmanager
+def evaluating(module: torch.nn.Module, restore: Callable[[torch.nn.Module, bool], Any] = torch.nn.Module.train
+               ) -> Iterator[None]:
+    """Run the block with `module` in eval mode, and put back the mode it had before, through
+    `restore(module, mode)`, once the last of the calls running on it at once has ended."""
+    with _MODE_LOCK:
+        calls = _MODE_CALLS.get(module)
+        if calls is None:
+            calls = _MODE_CALLS[module] = [0, module.training]
+        calls[0] += 1
+        module.eval()
+    try:
+        yield
+    finally:
+        with _MODE_LOCK:
+            calls[0] -= 1
+            if calls[0] == 0:
+                del _MODE_CALLS[module]
+                restore(module, calls[1])
+
+
 def embed_batches(
     bilm: "BiLM",
     sentences: Sequence[Sequence[str]],
@@ -61,26 +91,25 @@ def embed_batches(
     distinct = list(occurrences.values())
     lengths = [len(sentences[d[0]]) for d in distinct]
     dtype = PRECISIONS[precision]
-    was_training = bilm.training
-    bilm.eval()
-    try:
-        # precision "float32" turns autocast off, also inside a caller's autocast region
-        with torch.no_grad(), torch.autocast(bilm.device.type, dtype=dtype, enabled=dtype is not None):
-            for batch in length_sorted_batches(lengths, batch_tokens, max_batch_sentences):
+    # the mode put back as it was, not through BiLM.train, which clears the caches for weights about to
+    # change: embedding changed none, and a fine-tuned biLM since frozen (left in train mode by thinc's
+    # shim) lost its token and doc caches on every call
+    with evaluating(bilm, restore=torch.nn.Module.train):
+        for batch in length_sorted_batches(lengths, batch_tokens, max_batch_sentences):
+            # no_grad and autocast only around the biLM, not across the yield: the caller's loop body
+            # (training another model on the arrays, say) ran without gradients and under autocast, and
+            # two generators left suspended ended those regions out of order, leaving gradients off
+            # ("float32" turns autocast off, also inside a caller's autocast region)
+            with torch.no_grad(), torch.autocast(bilm.device.type, dtype=dtype, enabled=dtype is not None):
                 output = bilm([sentences[distinct[k][0]] for k in batch])
                 layers = output.layers.float().cpu().numpy()
-                indices, arrays = [], []
-                for row, (k, n) in enumerate(zip(batch, output.lengths.tolist())):
-                    array = numpy.ascontiguousarray(layers[:, row, :n])
-                    for j, i in enumerate(distinct[k]):
-                        indices.append(i)
-                        arrays.append(array if j == 0 else array.copy())
-                yield indices, arrays
-    finally:
-        # the mode put back as it was, not through BiLM.train, which clears the caches for weights about
-        # to change: embedding changed none, and a fine-tuned biLM since frozen (left in train mode by
-        # thinc's shim) lost its token and doc caches on every call
-        torch.nn.Module.train(bilm, was_training)
+            indices, arrays = [], []
+            for row, (k, n) in enumerate(zip(batch, output.lengths.tolist())):
+                array = numpy.ascontiguousarray(layers[:, row, :n])
+                for j, i in enumerate(distinct[k]):
+                    indices.append(i)
+                    arrays.append(array if j == 0 else array.copy())
+            yield indices, arrays
 
 
 def length_sorted_batches(lengths: Sequence[int], batch_tokens: int, max_batch_sentences: int) -> Iterable[List[int]]:
@@ -104,17 +133,12 @@ def perplexity(lm: "LanguageModel", sentences: Sequence[Sequence[str]], batch_to
     """Forward, backward and mean perplexity of whole sentences (exact softmax; see `LanguageModel.perplexity`)."""
     from ..language_model import sentence_batch  # the language model imports this module
 
-    was_training = lm.training
-    lm.eval()
     totals, count = numpy.zeros(2), 0
-    try:
-        with torch.no_grad():
-            for positions in length_sorted_batches([len(s) for s in sentences], batch_tokens, 512):
-                losses, counts, _ = lm(sentence_batch([sentences[i] for i in positions], lm.vocab), exact=True)
-                totals += losses.double().cpu().numpy()
-                count += int(counts[0])
-    finally:
-        lm.train(was_training)
+    with evaluating(lm, restore=lambda module, mode: module.train(mode)), torch.no_grad():
+        for positions in length_sorted_batches([len(s) for s in sentences], batch_tokens, 512):
+            losses, counts, _ = lm(sentence_batch([sentences[i] for i in positions], lm.vocab), exact=True)
+            totals += losses.double().cpu().numpy()
+            count += int(counts[0])
     if count == 0:
         return {"forward": float("nan"), "backward": float("nan"), "mean": float("nan"), "tokens": 0}
     forward, backward = numpy.exp(totals / count)
