@@ -193,3 +193,40 @@ def test_signals_ask_the_loop_to_stop_and_a_second_ctrl_c_interrupts():
         with pytest.raises(KeyboardInterrupt):
             signal.raise_signal(signal.SIGINT)
     assert signal.getsignal(signal.SIGTERM) is before  # restored
+
+
+def _gpu_ready() -> bool:
+    import importlib.util
+
+    import torch
+
+    return torch.cuda.is_available() and importlib.util.find_spec("cupy") is not None
+
+
+@pytest.mark.skipif(not _gpu_ready(), reason="needs a CUDA GPU, a CUDA build of torch and cupy (thinc's GPU ops)")
+def test_an_interrupted_fine_tuning_resumes_on_a_gpu(allennlp_dir, tmp_path):
+    """On a GPU thinc keeps Adam's moments as cupy arrays: the checkpoint must copy them to the host and
+    the resume put them back as cupy arrays (tests/regression/test_gpu_review_host_arrays.py simulates
+    both on the CPU). cupy's generator is not saved, so the resumed weights are compared loosely."""
+    from thinc.api import require_cpu, require_gpu
+
+    require_gpu(0)
+    try:
+        STOP.clear()
+        STOP_AT["step"] = -1
+        whole = train_resumable(_pipeline(allennlp_dir, tmp_path), tmp_path / "whole", stop=STOP, use_gpu=0)
+        assert whole["stopped"] == "max steps" and whole["step"] == 8
+        STOP_AT["step"] = 4
+        first = train_resumable(_pipeline(allennlp_dir, tmp_path), tmp_path / "split", stop=STOP, use_gpu=0)
+        assert first["stopped"] == "interrupted" and first["step"] == 5
+        STOP.clear()
+        resumed = spacy.load(tmp_path / "split" / MODEL_LAST)
+        assert resumed.get_pipe("elmo").bilm.device.type == "cuda"
+        done = train_resumable(resumed, tmp_path / "split", resume=True, stop=STOP, use_gpu=0)
+        assert done["stopped"] == "max steps" and done["step"] == 8
+        assert [r["step"] for r in _rows(tmp_path / "split")] == [0, 2, 4, 6]
+        doc = spacy.load(tmp_path / "split" / MODEL_LAST)("the cat sat on the mat")
+        assert all(t.tag_ for t in doc)  # the resumed pipeline loads and tags
+    finally:
+        STOP_AT["step"] = -1
+        require_cpu()
