@@ -9,6 +9,8 @@
 # 3. pretraining on one GPU for a few steps (float32 and bfloat16), a checkpoint
 #    written, the run killed at a fixed step (SPACY_ELMO_FAULT) and resumed on the GPU
 # 4. where two GPUs exist: a 2-process DDP run (torchrun, "cpu:gloo,cuda:nccl"), replicas identical
+# (Fine-tuning a pipeline on a GPU and resuming it needs spaCy and cupy too: where both are
+# installed, `python -m pytest tests/test_resumable_training.py -k gpu` runs it.)
 #
 # It needs the package importable (pip install -e ., or PYTHONPATH=$PWD with
 # scripts/gpu_pretrain.py's wheels installed where spaCy is missing: the
