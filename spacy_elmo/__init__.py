@@ -9,6 +9,8 @@
 The biLM itself (`spacy_elmo.bilm`) and the weight formats (`spacy_elmo.io`)
 work without spaCy; the component and layers are imported on first use.
 """
+from typing import Any
+
 from .about import __version__
 from .bilm import BiLM, BiLMConfig
 from .io import WeightsError, load_bilm, load_model
@@ -22,7 +24,7 @@ _LAZY = {
 }
 
 
-def __getattr__(name: str):
+def __getattr__(name: str) -> Any:
     if name in _LAZY:
         import importlib
 

@@ -64,7 +64,8 @@ import time
 import warnings
 from contextlib import contextmanager, nullcontext
 from pathlib import Path
-from typing import IO, Any, Callable, Dict, Iterator, List, Optional, Tuple, Union
+from types import FrameType
+from typing import IO, TYPE_CHECKING, Any, Callable, ContextManager, Dict, Iterator, List, Optional, Tuple, Union
 
 import numpy
 import srsly
@@ -73,6 +74,11 @@ from wasabi import Printer
 
 from .io.checksum import sha256_file
 from .pretrain.checkpoint import rng_state, set_rng_state
+
+if TYPE_CHECKING:
+    from spacy.language import Language
+    from thinc.api import Optimizer
+    from thinc.shims import Shim
 
 MODEL_LAST, MODEL_BEST, LOG = "model-last", "model-best", "log.jsonl"
 STATE_JSON, STATE_MSG = "training_state.json", "training_state.msg"
@@ -420,7 +426,7 @@ def finished_run_kept(output: PathLike, settings: Dict[str, Any], overwrite: boo
     return keep_finished(output, settings)
 
 
-def pipeline_settings(nlp) -> Dict[str, Any]:
+def pipeline_settings(nlp: "Language") -> Dict[str, Any]:
     """The settings of a run of `nlp` where the caller names none: its config (overrides included,
     seed and all), and the training and development corpora it names."""
     config = nlp.config
@@ -497,7 +503,7 @@ def write_wall_time(output: PathLike, fields: Dict[str, Any], first_run: Dict[st
 ParamKey = Tuple[int, str]  # the optimizer's key of a parameter: (its model node's or shim's id, its name)
 
 
-def parameter_holders(nlp) -> Dict[ParamKey, Tuple[str, Any]]:
+def parameter_holders(nlp: "Language") -> Dict[ParamKey, Tuple[str, Any]]:
     """Each parameter's optimizer key -> (where it sits, "component/walk index[/shim j]|name", and
     the model node or shim that holds it).
 
@@ -523,12 +529,12 @@ def parameter_holders(nlp) -> Dict[ParamKey, Tuple[str, Any]]:
     return holders
 
 
-def parameter_owners(nlp) -> Dict[ParamKey, str]:
+def parameter_owners(nlp: "Language") -> Dict[ParamKey, str]:
     """Each parameter's optimizer key -> where it sits (`parameter_holders`' places)."""
     return {key: place for key, (place, _) in parameter_holders(nlp).items()}
 
 
-def optimizer_state(optimizer, owners: Dict[ParamKey, str]) -> Dict[str, Dict[str, Any]]:
+def optimizer_state(optimizer: "Optimizer", owners: Dict[ParamKey, str]) -> Dict[str, Dict[str, Any]]:
     """Adam's moments, averages and update counts, keyed by each parameter's place ("owner|parameter"),
     on the host (on a GPU thinc keeps them as cupy arrays, which `numpy.asarray` refuses)."""
     from thinc.util import to_numpy
@@ -550,7 +556,8 @@ def _optimizer_key(ids: Dict[str, ParamKey], saved: str, what: str) -> ParamKey:
     return ids[saved]
 
 
-def set_optimizer_state(optimizer, owners: Dict[ParamKey, str], state: Dict[str, Dict[str, Any]], ops=None) -> None:
+def set_optimizer_state(optimizer: "Optimizer", owners: Dict[ParamKey, str], state: Dict[str, Dict[str, Any]],
+                        ops: Any = None) -> None:
     """Put `optimizer_state`'s tables back, keyed on this pipeline's ids, as arrays of `ops` (by default
     the current ops: on a GPU thinc's Adam and averaging are cupy kernels, which refuse numpy arrays)."""
     from thinc.api import get_current_ops
@@ -571,13 +578,13 @@ def set_optimizer_state(optimizer, owners: Dict[ParamKey, str], state: Dict[str,
         )
 
 
-def _torch_parameters(shim) -> Dict[str, Any]:
+def _torch_parameters(shim: "Shim") -> Dict[str, Any]:
     """A PyTorch shim's parameters by the names its finish_update gives the optimizer ({} for others)."""
     module = getattr(shim, "_model", None)
     return dict(module.named_parameters()) if isinstance(module, torch.nn.Module) else {}
 
 
-def live_parameters(nlp, optimizer) -> Dict[str, Any]:
+def live_parameters(nlp: "Language", optimizer: "Optimizer") -> Dict[str, Any]:
     """The current values of the parameters the optimizer keeps averages of, keyed by place
     (copies, on the host): what model-last, saved with the averages in place, does not hold."""
     from thinc.api import Model
@@ -598,7 +605,7 @@ def live_parameters(nlp, optimizer) -> Dict[str, Any]:
     return live
 
 
-def set_live_parameters(nlp, live: Dict[str, Any]) -> None:
+def set_live_parameters(nlp: "Language", live: Dict[str, Any]) -> None:
     """Put `live_parameters`' values back into this pipeline, in place of the averages it was loaded with."""
     from thinc.api import Model
 
@@ -671,7 +678,7 @@ def stop_on_signals(stop: threading.Event, received: Optional[List[str]] = None)
         yield
         return
 
-    def handler(signum, frame):
+    def handler(signum: int, frame: Optional[FrameType]) -> None:
         if received is not None:
             received.append(signal.Signals(signum).name)
         if stop.is_set() and signum == signal.SIGINT:
@@ -810,7 +817,7 @@ def clear_output(output: PathLike) -> None:
 
 
 def train_resumable(
-    nlp,
+    nlp: Any,  # a spaCy Language (spaCy's types reject the calls its own training loop makes: sgd=False)
     output: Path,
     *,
     resume: bool = False,
@@ -900,7 +907,7 @@ def train_resumable(
         record_settings(output, settings)
         (output / LOG).write_text("", encoding="utf-8")
 
-    def averaged():
+    def averaged() -> ContextManager[Any]:
         """The optimizer's parameter averages in place (spaCy evaluates and saves with them), if it keeps any."""
         return nlp.use_params(optimizer.averages) if optimizer.averages else nullcontext()
 
@@ -1027,8 +1034,8 @@ def _read_extra(path: Path) -> Dict[str, Any]:
     return extra
 
 
-def _restore_extra(nlp, optimizer, owners: Dict[ParamKey, str], extra: Dict[str, Any], path: Path, stdout: Any,
-                   msg: Printer) -> None:
+def _restore_extra(nlp: "Language", optimizer: "Optimizer", owners: Dict[ParamKey, str], extra: Dict[str, Any],
+                   path: Path, stdout: Any, msg: Printer) -> None:
     """Put back what training_state.msg (`path`) holds: the optimizer's state, the parameters apart from
     their averages, the random generators. Values of the wrong kind are a ResumeError naming the file
     (a ResumeError of their own, naming a parameter, stays as it is)."""

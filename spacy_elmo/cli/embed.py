@@ -4,7 +4,7 @@ import warnings
 from contextlib import contextmanager
 from datetime import timedelta
 from pathlib import Path
-from typing import Iterator, List, Optional, Tuple
+from typing import Any, Iterator, List, Optional, TextIO, Tuple, Type, Union
 
 import typer
 from tqdm import tqdm
@@ -295,7 +295,7 @@ def _check_options(
             fail(str(err))
 
 
-def _layer_options(layers: str, layer_weights: Optional[str], mix: Optional[str]):
+def _layer_options(layers: str, layer_weights: Optional[str], mix: Optional[str]) -> Tuple[str, Optional[str]]:
     """(--layers, --layer-weights) in the current spelling. `--layers mix` and `--mix` are the old
     names of `--layers weighted` and `--layer-weights` (a plain weighted sum, where "mix" elsewhere
     means the component's scalar mix): they still work, with one warning line."""
@@ -312,7 +312,7 @@ def _layer_options(layers: str, layer_weights: Optional[str], mix: Optional[str]
     return DEPRECATED_LAYER_MODES.get(layers, layers), layer_weights
 
 
-def _embed_on_ray(input_paths: List[str], output_path: str, quiet: bool, **settings) -> None:
+def _embed_on_ray(input_paths: List[str], output_path: str, quiet: bool, **settings: Any) -> None:
     try:
         from ..embedding.ray import embed_files
     except ImportError as err:
@@ -340,7 +340,8 @@ def _stopped_runs(output_path: str, output_format: str, shard: Tuple[int, int], 
     with warnings.catch_warnings():
         shown = warnings.showwarning
 
-        def show(message, category, filename, lineno, file=None, line=None) -> None:
+        def show(message: Union[Warning, str], category: Type[Warning], filename: str, lineno: int,
+                 file: Optional[TextIO] = None, line: Optional[str] = None) -> None:
             if issubclass(category, DumpWarning):
                 msg.warn(str(message))
             else:

@@ -25,7 +25,7 @@ _METRICS = [
 ]
 
 
-def layer_mixes(nlp) -> Dict[str, Dict[str, Any]]:
+def layer_mixes(nlp: "Language") -> Dict[str, Dict[str, Any]]:
     """softmax(s) and gamma of every ScalarMix in every component."""
     from ..layers.scalar_mix import mix_weights
 

@@ -78,6 +78,8 @@ from .inputs import (
 if TYPE_CHECKING:
     import h5py
 
+    from .parquet import ParquetSink  # parquet imports this module
+
 PathLike = Union[str, Path]
 InputsLike = Union[PathLike, Sequence[PathLike]]
 LAYER_MODES = ("all", "top", "average", "weighted")
@@ -627,7 +629,7 @@ def open_sink(
     resume: bool,
     overwrite: bool,
     record: Optional[Record] = None,
-):
+) -> Union["Hdf5Sink", "ParquetSink"]:
     """The sink for OUTPUT in `output_format` (and this shard), with its checks done.
 
     An HDF5 output at an fsspec URL is written locally and uploaded when complete (see `finish_sink`).
@@ -665,7 +667,7 @@ def open_sink(
     return sink
 
 
-def finish_sink(sink) -> Union[Path, str]:
+def finish_sink(sink: Union["Hdf5Sink", "ParquetSink"]) -> Union[Path, str]:
     """Complete a sink: commit its file (HDF5; an fsspec URL target gets the file uploaded) or last part."""
     result = sink.finish()
     remote = getattr(sink, "remote", None)
@@ -787,7 +789,7 @@ def run_local(
     model: BiLM,
     units: Iterable[Tuple[str, Unit]],
     files: Sequence[str],
-    sink,
+    sink: Union["Hdf5Sink", "ParquetSink"],
     layers: str,
     layer_weights: Weights,
     chunk_lines: int,
@@ -844,8 +846,9 @@ def _with_zero_rows(array: numpy.ndarray, rows: List[int], n_tokens: int) -> num
     return full
 
 
-def _write_chunk(model, sink, pending, files, layers, layer_weights, batch_tokens, batch_size, precision,
-                 on_progress) -> None:
+def _write_chunk(model: BiLM, sink: Union["Hdf5Sink", "ParquetSink"], pending: List[Tuple[str, Unit]],
+                 files: Sequence[str], layers: str, layer_weights: Weights, batch_tokens: int, batch_size: int,
+                 precision: str, on_progress: Progress) -> None:
     sentences = [unit.tokens for _, unit in pending]
     for indices, arrays in embed_skipping_space(model, sentences, batch_tokens, batch_size, precision):
         for i, array in zip(indices, arrays):
@@ -869,7 +872,7 @@ class _DatasetWriter:
 
     MAX_SPACES = 4096  # dataspaces kept (one per distinct shape)
 
-    def __init__(self, out) -> None:
+    def __init__(self, out: "h5py.Group") -> None:
         self.out = out
         self._types: Dict[numpy.dtype, object] = {}
         self._spaces: Dict[Tuple[int, ...], object] = {}

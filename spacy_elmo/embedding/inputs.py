@@ -40,7 +40,7 @@ import glob
 import json
 import os
 import re
-from typing import IO, Callable, Dict, Iterator, List, NamedTuple, Optional, Sequence, Tuple
+from typing import IO, Any, Callable, Dict, Iterator, List, NamedTuple, Optional, Sequence, Tuple
 
 FORMATS = ("text", "jsonl", "conllu", "spacy")
 ENCODING_ERRORS = ("strict", "replace")
@@ -267,13 +267,13 @@ def read_lines(path: str, encoding_errors: str = "strict") -> Iterator[Tuple[int
 class _Readable(io.RawIOBase):
     """A file object with only `read` (and `close`) as the raw stream a BufferedReader can peek into."""
 
-    def __init__(self, handle) -> None:
+    def __init__(self, handle: IO[bytes]) -> None:
         self.handle = handle
 
     def readable(self) -> bool:
         return True
 
-    def readinto(self, buffer) -> int:
+    def readinto(self, buffer: Any) -> int:
         data = self.handle.read(len(buffer))
         buffer[: len(data)] = data
         return len(data)
@@ -347,7 +347,8 @@ def read_units(
         raise DumpError(f"unknown input format {fmt!r}; choose from {FORMATS}")
 
 
-def _jsonl_units(path, file, encoding_errors, lang, pipeline, tokenize: bool = True) -> Iterator[Unit]:
+def _jsonl_units(path: str, file: int, encoding_errors: str, lang: Optional[str], pipeline: Optional[str],
+                 tokenize: bool = True) -> Iterator[Unit]:
     tokenizer: Optional[Tokenizer] = None
     for number, line in read_lines(path, encoding_errors):
         if not line.strip():

@@ -32,7 +32,8 @@ import json
 import os
 import re
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Dict, Iterator, List, Optional, Sequence, Set, Tuple
+from types import ModuleType
+from typing import TYPE_CHECKING, Any, Dict, Iterator, List, Optional, Sequence, Set, Tuple, Union
 
 import numpy
 
@@ -59,7 +60,7 @@ def part_for(unit: Unit, chunk_lines: int, shard: Tuple[int, int] = (0, 1)) -> s
     return part_name(unit.file, unit.number // chunk_lines, shard)
 
 
-def _pyarrow():
+def _pyarrow() -> ModuleType:
     try:
         import pyarrow
         import pyarrow.parquet  # noqa: F401
@@ -359,7 +360,7 @@ def read_parts(output: str) -> Iterator[Tuple[str, numpy.ndarray]]:
             yield key, array
 
 
-def column_arrays(column) -> List[numpy.ndarray]:
+def column_arrays(column: Union["pyarrow.Array", "pyarrow.ChunkedArray"]) -> List[numpy.ndarray]:
     """The float32 arrays of an `elmo` column (the inverse of `vectors_array`)."""
     pa = _pyarrow()
     column = column.combine_chunks() if isinstance(column, pa.ChunkedArray) else column

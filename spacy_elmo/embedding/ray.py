@@ -31,6 +31,7 @@ import dataclasses
 import functools
 from dataclasses import dataclass, field
 from pathlib import Path
+from types import ModuleType
 from typing import TYPE_CHECKING, Any, Callable, Dict, Iterator, List, Optional, Sequence, Set, Union
 
 import numpy
@@ -57,12 +58,17 @@ from .inputs import DumpError, Unit, is_url, make_tokenizer
 from .parquet import part_for
 
 if TYPE_CHECKING:
+    import pyarrow
     import ray.data
+    from ray.data.extensions import ArrowVariableShapedTensorArray
+
+    from .dump import Hdf5Sink
+    from .parquet import ParquetSink
 
 RAY_MISSING = 'embedding on Ray needs Ray Data, which is not installed: pip install "spacy-elmo[ray]"'
 
 
-def require_ray():
+def require_ray() -> ModuleType:
     """The `ray` module with Ray Data, or an ImportError saying how to install it."""
     try:
         import ray
@@ -122,7 +128,7 @@ class BiLMWorker:
         if settings.cache:
             self.model.enable_cache(settings.cache)
 
-    def __call__(self, batch) -> Any:
+    def __call__(self, batch: "pyarrow.Table") -> Any:
         s = self.settings
         check_layers(s.layers, s.layer_weights, self.model.n_layers, self.model.width)  # a task error names it
         tokens = batch.column(self.column).to_pylist()
@@ -141,7 +147,7 @@ class BiLMWorker:
         return batch.append_column(self.output_column, tensor_column(results))
 
 
-def tensor_column(arrays: Sequence[numpy.ndarray]):
+def tensor_column(arrays: Sequence[numpy.ndarray]) -> "ArrowVariableShapedTensorArray":
     """Arrays of one dtype and rank as Ray's variable-shaped tensor column (always that type, so
     every block of a dataset has the same schema, whatever its rows' lengths)."""
     from ray.data.extensions import ArrowVariableShapedTensorArray
@@ -171,7 +177,7 @@ def _embed_step(ds: "ray.data.Dataset", settings: EmbedSettings, workers: int, c
     )
 
 
-def _gpus(ray, gpus_per_worker: Optional[float]) -> float:
+def _gpus(ray: ModuleType, gpus_per_worker: Optional[float]) -> float:
     if gpus_per_worker is not None:
         return gpus_per_worker
     return 1.0 if ray.cluster_resources().get("GPU", 0) > 0 else 0.0
@@ -226,7 +232,8 @@ def embed_dataset(
     return _embed_step(ds, settings, workers, cpus_per_worker, gpus, rows_per_batch, column, output_column)
 
 
-def _tokenize_batch(batch, text_column: str, column: str, lang: Optional[str], pipeline: Optional[str]):
+def _tokenize_batch(batch: "pyarrow.Table", text_column: str, column: str, lang: Optional[str],
+                    pipeline: Optional[str]) -> "pyarrow.Table":
     import pyarrow
 
     tokenizer = make_tokenizer(lang, pipeline)
@@ -395,7 +402,7 @@ def _check_local_inputs(plan: InputPlan) -> None:
     dataclasses.replace(plan, mine=[i for i in plan.mine if not is_url(plan.files[i])]).check()
 
 
-def _kept(sink) -> str:
+def _kept(sink: Union["Hdf5Sink", "ParquetSink"]) -> str:
     """What a run stopped by bad input kept for --resume (units written before the bad one), or ""."""
     work = getattr(sink, "work", None)
     if work is not None:
@@ -447,7 +454,7 @@ def check_backend_name(backend: str) -> None:
         raise DumpError(f"--backend: backend {backend!r}: {unavailable_reason(backend)}")  # the local engine's words
 
 
-def _check_local_gpus(ray, gpus_per_worker: float, workers: int) -> None:
+def _check_local_gpus(ray: ModuleType, gpus_per_worker: float, workers: int) -> None:
     """Refuse GPUs per worker that the local Ray instance (this machine's) does not have: Ray Data would
     wait for the actors forever (its pool waits for all `workers` to start), printing warnings.
     Only for an instance this run started: a cluster (`address`) may add GPU machines on demand."""
@@ -463,14 +470,15 @@ def _check_local_gpus(ray, gpus_per_worker: float, workers: int) -> None:
         )
 
 
-def _from_items(ray, items: List[dict]) -> "ray.data.Dataset":
+def _from_items(ray: ModuleType, items: List[dict]) -> "ray.data.Dataset":
     try:
         return ray.data.from_items(items, override_num_blocks=len(items))
     except TypeError:  # Ray before 2.10 names it `parallelism`
         return ray.data.from_items(items, parallelism=len(items))
 
 
-def _drain(ds: "ray.data.Dataset", plan: InputPlan, sink, chunk_lines: int, on_progress: Progress) -> None:
+def _drain(ds: "ray.data.Dataset", plan: InputPlan, sink: Union["Hdf5Sink", "ParquetSink"], chunk_lines: int,
+           on_progress: Progress) -> None:
     """Write the pipeline's rows, in input order, through `sink`, ending a chunk as the local engine does."""
     written = 0
     current = None

@@ -20,14 +20,14 @@ during training a doc's layers are computed once and reused in later epochs
 thinc's PyTorch wrapper (conversion, mixed precision, gradient scaling) and
 the optimizer updates it.
 """
-from typing import Any, Callable, Dict, List, Optional, Tuple, cast
+from typing import TYPE_CHECKING, Any, Callable, Dict, List, Optional, Tuple, cast
 
 import numpy
 import torch
 from spacy.util import registry
 from thinc.api import ArgsKwargs, Model
 from thinc.layers.pytorchwrapper import forward as pytorch_forward
-from thinc.types import Floats3d
+from thinc.types import ArrayXd, Floats3d
 from thinc.util import torch2xp, xp2torch
 
 from ..bilm.engine import backends
@@ -40,6 +40,9 @@ from .doc_cache import DocCache
 from .loaders import LOADER_ATTR, ensure_weights
 from .segments import SEGMENTATIONS, Segment, check_stride, doc_segments, segments_key
 from .shim import ElmoShim
+
+if TYPE_CHECKING:
+    from spacy.tokens import Doc
 
 InT = List[Any]  # List[Doc]; spaCy's Doc is not needed here
 OutT = List[Floats3d]
@@ -154,7 +157,7 @@ def _building_for_gpu() -> bool:
     return isinstance(get_current_ops(), CupyOps) and torch.cuda.is_available()
 
 
-def init(model: Model[InT, OutT], X: Optional[InT] = None, Y=None) -> Model[InT, OutT]:
+def init(model: Model[InT, OutT], X: Optional[InT] = None, Y: Optional[OutT] = None) -> Model[InT, OutT]:
     """At `initialize`: fill the model through its loader unless it holds a biLM already."""
     ensure_weights(model)
     get_bilm(model)
@@ -248,7 +251,7 @@ def _no_backprop(d_outputs: OutT) -> InT:
     return []
 
 
-def _segments(model: Model, doc) -> List[Segment]:
+def _segments(model: Model, doc: "Doc") -> List[Segment]:
     max_length = setting(model, "max_length")
     return doc_segments(
         doc,
@@ -349,7 +352,9 @@ def _convert_inputs(model: Model, batches: List[List[List[str]]], is_train: bool
     return ArgsKwargs(args=(batches,), kwargs={}), lambda d_inputs: []
 
 
-def _convert_outputs(model: Model, inputs_outputs: Tuple[Any, List[List[torch.Tensor]]], is_train: bool):
+def _convert_outputs(
+    model: Model, inputs_outputs: Tuple[Any, List[List[torch.Tensor]]], is_train: bool
+) -> Tuple[List[List[ArrayXd]], Callable[[List[List[Floats3d]]], ArgsKwargs]]:
     """Per batch, per segment: torch layers -> xp arrays; gradients back to torch."""
     _, torch_outputs = inputs_outputs
     arrays = [[torch2xp(t.detach()) for t in batch] for batch in torch_outputs]

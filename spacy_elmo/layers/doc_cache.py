@@ -9,7 +9,7 @@ a doc's layers take (L+1) * n_tokens * width * 4 bytes, which for the
 published 1024-wide model is 12 kB per token.
 """
 from collections import OrderedDict
-from typing import Any, Optional
+from typing import Any, Dict, Optional
 
 import numpy
 
@@ -66,7 +66,7 @@ class DocCache:
     def __len__(self) -> int:
         return len(self._data)
 
-    def __deepcopy__(self, memo) -> "DocCache":
+    def __deepcopy__(self, memo: Dict[int, Any]) -> "DocCache":
         # a copied model (e.g. by replace_listeners) starts with an empty cache
         return DocCache(self.max_bytes)
 

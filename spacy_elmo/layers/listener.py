@@ -26,8 +26,9 @@ the upstream (each task sets its own):
   0 keeps this task from fine-tuning the biLM.
 """
 import math
-from typing import Callable, List, Optional, Tuple
+from typing import TYPE_CHECKING, Any, Callable, Iterable, List, Optional, Tuple
 
+from spacy.tokens import Doc
 from spacy.util import registry
 from thinc.api import Linear, Model, chain, with_array
 from thinc.layers.chain import forward as chain_forward
@@ -36,6 +37,9 @@ from thinc.types import Floats2d, Floats3d
 
 from .config_value import ConfigValue, setting
 from .scalar_mix import ScalarMix
+
+if TYPE_CHECKING:
+    from ..pipeline.component import Elmo  # the pipeline package imports this module
 
 DEFAULT_DROPOUT = 0.5
 """The listener's default dropout of the mixed vector (AllenNLP's `Elmo` default)."""
@@ -62,7 +66,7 @@ class ElmoListenerLayer(Model):
         self._backprop: Optional[Callable] = None
 
     @classmethod
-    def get_batch_id(cls, docs) -> int:
+    def get_batch_id(cls, docs: Iterable[Doc]) -> int:
         """A content hash of a batch, to check that the docs are the ones received for."""
         return sum(sum(token.orth for token in doc) for doc in docs)
 
@@ -92,7 +96,7 @@ class ElmoListenerLayer(Model):
                  for name in getattr(cls, "__slots__", ()) if hasattr(self, name)}
         return state, slots
 
-    def link(self, component) -> None:
+    def link(self, component: "Elmo") -> None:
         """Take the upstream's dims (layers, width), for docs it has not annotated."""
         bilm_model = component.model
         for name in ("nO", "nL"):
@@ -100,7 +104,7 @@ class ElmoListenerLayer(Model):
             if value:
                 self.set_dim(name, value, force=True)
 
-    def verify_inputs(self, docs) -> None:
+    def verify_inputs(self, docs: Iterable[Doc]) -> None:
         batch_id = self.get_batch_id(docs)
         if batch_id != self._batch_id:
             raise ValueError(
@@ -114,13 +118,14 @@ INITIALIZED_WIDTH = "initialized_width"
 """Listener attr: the width of the layers the listening component was initialized on (saved with it)."""
 
 
-def _init_listener(model: ElmoListenerLayer, X=None, Y=None) -> ElmoListenerLayer:
+def _init_listener(model: ElmoListenerLayer, X: Optional[List[Doc]] = None,
+                   Y: Optional[List[Floats3d]] = None) -> ElmoListenerLayer:
     """Record the layers' width the listening component's weights are being made for."""
     model.attrs[INITIALIZED_WIDTH] = model.maybe_get_dim("nO")
     return model
 
 
-def _checked_forward(model: ElmoListenerLayer, docs, is_train: bool):
+def _checked_forward(model: ElmoListenerLayer, docs: List[Doc], is_train: bool) -> Tuple[List[Floats3d], Callable]:
     """`_forward`, refusing layers of another width than the component was initialized on: a biLM of
     other sizes put in the upstream's place (its model file replaced, other weights at load) would
     fail later in the component's first matrix product, with a shape error naming neither."""
@@ -137,7 +142,8 @@ def _checked_forward(model: ElmoListenerLayer, docs, is_train: bool):
     return outputs, backprop
 
 
-def _forward(model: ElmoListenerLayer, docs, is_train: bool):
+def _forward(model: ElmoListenerLayer, docs: List[Doc], is_train: bool) -> Tuple[Any, Callable]:
+    # the outputs: List[Floats3d] (Any: those received are typed Optional, set while a batch is held)
     if is_train:
         if model._batch_id is not None:
             model.verify_inputs(docs)
@@ -191,7 +197,7 @@ def _unlinked_message(model: ElmoListenerLayer) -> str:
     )
 
 
-def _upstream_layers(model: ElmoListenerLayer, doc):
+def _upstream_layers(model: ElmoListenerLayer, doc: Doc) -> Any:
     """doc._.elmo, checked to come from this listener's upstream.
 
     Every `elmo` component writes doc._.elmo; in a pipeline with two, the
@@ -237,7 +243,7 @@ def _other_source_message(model: ElmoListenerLayer, source: str) -> str:
     )
 
 
-def _empty_backprop(d_outputs) -> list:  # module level, for pickling
+def _empty_backprop(d_outputs: List[Floats3d]) -> list:  # module level, for pickling
     return []
 
 
@@ -274,7 +280,7 @@ def _dropout_forward(model: Model, Xs: List[Floats2d], is_train: bool) -> Tuple[
     return [X * mask for X, mask in zip(Xs, masks)], backprop
 
 
-def _identity_backprop(dYs):  # module level, for pickling
+def _identity_backprop(dYs: List[Floats2d]) -> List[Floats2d]:  # module level, for pickling
     return dYs
 
 
@@ -367,7 +373,7 @@ def mix_chain(
     return model
 
 
-def _mix_chain_forward(model: Model, X, is_train: bool):
+def _mix_chain_forward(model: Model, X: List[Doc], is_train: bool) -> Tuple[List[Floats2d], Callable]:
     """thinc's chain, after checking that the projection has weights: called before `initialize`,
     thinc's Linear would fail with a KeyError about an unallocated parameter 'W'."""
     for layer in model.layers[4:]:
@@ -381,7 +387,7 @@ def _mix_chain_forward(model: Model, X, is_train: bool):
     return chain_forward(model, X, is_train)
 
 
-def _init_mix_chain(model: Model, X=None, Y=None) -> Model:
+def _init_mix_chain(model: Model, X: Optional[List[Doc]] = None, Y: Optional[List[Floats2d]] = None) -> Model:
     """Run the layers' source once so the mix and projection see real shapes."""
     source = model.layers[0]
     if X is None:

@@ -37,7 +37,7 @@ import importlib.util
 import threading
 from functools import partial
 from pathlib import Path
-from typing import Callable, List, Optional, Union
+from typing import Any, Callable, List, Optional, Union
 
 from thinc.api import Model
 from thinc.api import registry as thinc_registry
@@ -96,7 +96,7 @@ class WeightsLoader:
         """The model this loader names (its softmax and vocabulary only where asked and present)."""
         return self._read(with_softmax=with_softmax)
 
-    def __call__(self, model: Model, X=None, Y=None) -> Model:
+    def __call__(self, model: Model, X: Optional[Any] = None, Y: Optional[Any] = None) -> Model:
         from .bilm_model import get_bilm, has_bilm, set_bilm  # bilm_model imports this module
 
         bilm = self.read().bilm

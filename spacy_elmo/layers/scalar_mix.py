@@ -8,9 +8,9 @@ layer before mixing, dropout of whole layers during training (a dropped layer
 gets zero weight and the rest are renormalised), an L2 penalty lambda * ||s||^2
 (the paper's regulariser, applied through the gradient), and top-layer-only.
 """
-from typing import Callable, List, Optional, Sequence, Tuple, cast
+from typing import Any, Callable, List, Optional, Sequence, Tuple, cast
 
-from thinc.api import Model, registry
+from thinc.api import Model, Ops, registry
 from thinc.types import Floats1d, Floats2d, Floats3d
 
 InT = List[Floats3d]
@@ -147,7 +147,7 @@ def forward(model: Model[InT, OutT], Xs: InT, is_train: bool) -> Tuple[OutT, Cal
     return Ys, backprop
 
 
-def _split(ops, array, lengths: List[int], axis: int = 0) -> list:
+def _split(ops: Ops, array: Any, lengths: List[int], axis: int = 0) -> list:
     out = []
     start = 0
     for n in lengths:
@@ -158,7 +158,7 @@ def _split(ops, array, lengths: List[int], axis: int = 0) -> list:
     return out
 
 
-def _layer_norm(ops, X, eps: float = 1e-12):
+def _layer_norm(ops: Ops, X: Any, eps: float = 1e-12) -> Tuple[Floats3d, Callable[[Floats3d], Floats3d]]:
     """Normalise every token vector of every layer to zero mean, unit variance."""
     mean = X.mean(axis=-1, keepdims=True)
     centered = X - mean

@@ -21,10 +21,13 @@ default (the biLM never saw them in pretraining); they get zero vectors.
 Every other token takes its vectors from exactly one segment, so every
 token gets vectors and nothing is truncated.
 """
-from typing import Dict, Iterable, List, NamedTuple, Optional, Sequence, Tuple
+from typing import TYPE_CHECKING, Dict, Iterable, List, NamedTuple, Optional, Sequence, Tuple
 
 from ..defaults import MAX_LENGTH, MAX_WINDOW, SEGMENTATION, SKIP_WHITESPACE
 from ..defaults import STRIDE as DEFAULT_STRIDE
+
+if TYPE_CHECKING:
+    from spacy.tokens import Doc
 
 SEGMENTATIONS = ("auto", "sents", "windows")
 # a token made of these characters alone ends a sentence: ".", "...", "?!", "!!", and the full stops
@@ -50,7 +53,7 @@ class Segment(NamedTuple):
 
 
 def doc_segments(
-    doc,
+    doc: "Doc",
     max_window: int = MAX_WINDOW,
     segmentation: str = SEGMENTATION,
     skip_whitespace: bool = SKIP_WHITESPACE,
@@ -95,7 +98,7 @@ def check_stride(stride: Optional[int], max_length: int) -> None:
         )
 
 
-def _has_sentences(doc) -> bool:
+def _has_sentences(doc: "Doc") -> bool:
     return doc.has_annotation("SENT_START") or doc.has_annotation("DEP")
 
 
@@ -188,7 +191,7 @@ def _sentences(texts: Sequence[str]) -> List[Tuple[int, int]]:
     return spans
 
 
-def segments_key(doc, segments: List[Segment]) -> tuple:
+def segments_key(doc: "Doc", segments: List[Segment]) -> tuple:
     """A key identifying the biLM's input for a doc: its words, their positions in the doc (a
     skipped whitespace token moves them), their grouping and what each segment keeps."""
     return tuple((tuple(seg.indices), tuple(doc[i].text for i in seg.indices), seg.keep) for seg in segments)

@@ -85,7 +85,8 @@ class ElmoShim(PyTorchShim):
         if self._model is not None:
             super().to_device(device_type, device_id)
 
-    def finish_update(self, optimizer) -> None:
+    # optimizer: a thinc Optimizer, typed Any because its arguments are typed FloatsXd and torch2xp gives ArrayXd
+    def finish_update(self, optimizer: Any) -> None:
         """thinc's update, in place: each parameter keeps its storage.
 
         PyTorchShim.finish_update assigns `param.data = xp2torch(updated)`,

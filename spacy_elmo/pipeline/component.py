@@ -26,7 +26,7 @@ import weakref
 from functools import partial
 from itertools import islice
 from pathlib import Path
-from typing import Any, Callable, Dict, Iterable, Iterator, List, Optional, Sequence, Tuple
+from typing import Any, Callable, Dict, Iterable, Iterator, List, Optional, Sequence, Tuple, Union
 
 import numpy
 import srsly
@@ -36,8 +36,10 @@ from spacy.tokens import Doc
 from spacy.training import Example, validate_examples, validate_get_examples
 from spacy.vocab import Vocab
 from thinc.api import Config, Model, Optimizer, set_dropout_rate
+from thinc.types import Floats3d
 
 from .. import defaults
+from ..bilm.model import BiLM
 from ..io import WeightsError
 from ..layers.bilm_model import ElmoNotReady, check_ready, drop_bilm, get_bilm
 from ..layers.listener import ElmoListenerLayer
@@ -269,7 +271,7 @@ class Elmo(TrainablePipe):
             return True
         return False
 
-    def find_listeners(self, component) -> None:
+    def find_listeners(self, component: Any) -> None:
         """Register the ElmoListener layers of a downstream component that listen to us."""
         names = ("*", self.name)
         if isinstance(getattr(component, "model", None), Model):
@@ -315,7 +317,7 @@ class Elmo(TrainablePipe):
         return not self.frozen
 
     @property
-    def bilm(self):
+    def bilm(self) -> BiLM:
         """The torch BiLM (its loader runs on first access)."""
         return get_bilm(ensure_weights(self.model))
 
@@ -428,7 +430,7 @@ class Elmo(TrainablePipe):
         pending = self._pending = PendingBackward(bp_layers, [self.model.ops.alloc3f(*x.shape) for x in layers])
         expected = len(self.listeners)
 
-        def backprop(one_d_layers):
+        def backprop(one_d_layers: List[Floats3d]) -> List[Floats3d]:
             # every listener adds its gradient; the last to report, whichever it is (a component
             # may hold two, and the model walk need not list them in backprop order), runs the
             # biLM's backward pass and updates it
@@ -469,7 +471,7 @@ class Elmo(TrainablePipe):
             super().finish_update(sgd)
             self.model.attrs["fresh"] = False  # trained now: no longer random weights
 
-    def get_loss(self, examples, scores) -> None:
+    def get_loss(self, examples: Iterable[Example], scores: Any) -> None:
         pass
 
     def initialize(
@@ -521,22 +523,22 @@ class Elmo(TrainablePipe):
         setting (None: the embedded English biLM). Follows a pipeline through saving and loading."""
         return self.cfg[FILLED_FROM] if FILLED_FROM in self.cfg else self.cfg["weights"]
 
-    def to_bytes(self, *, exclude=tuple()) -> bytes:
+    def to_bytes(self, *, exclude: Iterable[str] = tuple()) -> bytes:
         ensure_weights(self.model)  # a pipeline saved before first use still carries its weights
         return super().to_bytes(exclude=exclude)
 
-    def to_disk(self, path, *, exclude=tuple()) -> None:
+    def to_disk(self, path: Union[str, Path], *, exclude: Iterable[str] = tuple()) -> None:
         ensure_weights(self.model)
         super().to_disk(path, exclude=exclude)
 
-    def from_bytes(self, bytes_data: bytes, *, exclude=tuple()) -> "Elmo":
+    def from_bytes(self, bytes_data: bytes, *, exclude: Iterable[str] = tuple()) -> "Elmo":
         _check_readable(bytes_data, f"'{self.name}' component bytes")
         settings = self._settings(exclude)
         super().from_bytes(bytes_data, exclude=exclude)
         self._restore_settings(settings)
         return self
 
-    def from_disk(self, path, *, exclude=tuple()) -> "Elmo":
+    def from_disk(self, path: Union[str, Path], *, exclude: Iterable[str] = tuple()) -> "Elmo":
         model_file = Path(path) / "model"
         if "model" not in exclude and model_file.is_file():
             _check_readable(model_file.read_bytes(), str(model_file))
@@ -545,7 +547,7 @@ class Elmo(TrainablePipe):
         self._restore_settings(settings, _saved_pipe_config(Path(path).parent / "config.cfg", self.name))
         return self
 
-    def _settings(self, exclude=tuple()) -> Tuple[Dict[str, Any], Dict[str, Any]]:
+    def _settings(self, exclude: Iterable[str] = tuple()) -> Tuple[Dict[str, Any], Dict[str, Any]]:
         """What the component's config set: its cfg and the biLM model's settings.
 
         Where the biLM came from is no setting: it follows the weights, which
@@ -692,7 +694,7 @@ def _check_readable(data: bytes, source: str) -> None:
         raise WeightsError(f"{source}: truncated or corrupted ({type(err).__name__}: {err})") from None
 
 
-def _discard_gradient(d_layers) -> list:
+def _discard_gradient(d_layers: List[Floats3d]) -> list:
     """The frozen biLM's callback for its listeners: there is nothing to train."""
     return []
 

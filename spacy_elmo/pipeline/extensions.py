@@ -345,7 +345,7 @@ def _tensor_rows(doc: Doc) -> bool:
     return doc.vocab.vectors.size == 0 and getattr(tensor, "size", 0) != 0 and tensor.shape[0] == len(doc)
 
 
-def _fallback_vector(doc: Doc, start: int, end: int):
+def _fallback_vector(doc: Doc, start: int, end: int) -> numpy.ndarray:
     """spaCy's own vector for tokens start..end of a doc that keeps no ELMo (cleared, or kept with
     store_layers = false and lost by `doc.copy()` or `span.as_doc()`): the mean of their `doc.tensor`
     rows where spaCy reads those (no static vectors; with `set_doc_tensor` they are the mixed ELMo
@@ -365,7 +365,7 @@ def _fallback_vector(doc: Doc, start: int, end: int):
     return sum(to_numpy(vocab.get_vector(doc[i].orth)) for i in range(start, end)) / (end - start)
 
 
-def _hook_vector(vector: Optional[numpy.ndarray], doc: Doc, start: int, end: int):
+def _hook_vector(vector: Optional[numpy.ndarray], doc: Doc, start: int, end: int) -> numpy.ndarray:
     return vector if vector is not None else _fallback_vector(doc, start, end)
 
 
@@ -399,7 +399,7 @@ def set_vector_hooks(doc: Doc) -> None:
     doc.user_token_hooks["similarity"] = lambda a, b: _cosine(a.vector, _other_vector(b))
 
 
-def _other_vector(obj) -> Optional[numpy.ndarray]:
+def _other_vector(obj: Any) -> Optional[numpy.ndarray]:
     vector = getattr(obj._, "elmo_vector", None) if hasattr(obj, "_") else None
     return vector if vector is not None else getattr(obj, "vector", None)
 

@@ -15,7 +15,7 @@ Both depend only on (seed, epoch): a resumed run skips the batches it already
 did and sees exactly the batches an uninterrupted run would have seen.
 """
 import random
-from typing import Callable, Dict, Iterable, Iterator, List
+from typing import Any, Callable, Dict, Iterable, Iterator, List, Optional
 
 import numpy
 
@@ -45,7 +45,8 @@ def sentence_batches(
         yield from _flush(buffer, vocab, batch_tokens, max_batch_segments, rng)
 
 
-def _flush(buffer, vocab, batch_tokens, max_batch_segments, rng) -> Iterator[LMBatch]:
+def _flush(buffer: List[List[str]], vocab: Vocabulary, batch_tokens: int, max_batch_segments: int,
+           rng: random.Random) -> Iterator[LMBatch]:
     from ..bilm.model import length_sorted_batches
 
     rng.shuffle(buffer)
@@ -73,8 +74,8 @@ def stream_batches(
     forward = [_Stream(forward_source, reverse=False) for _ in range(batch_size)]
     backward = [_Stream(backward_source, reverse=True) for _ in range(batch_size)]
     while True:
-        rows_f = [s.take(unroll_steps + 1) for s in forward]
-        rows_b = [s.take(unroll_steps + 1) for s in backward]
+        rows_f: List[Any] = [s.take(unroll_steps + 1) for s in forward]  # None (a dry stream) ends it below
+        rows_b: List[Any] = [s.take(unroll_steps + 1) for s in backward]
         if any(r is None for r in rows_f + rows_b):
             return
         table: Dict[str, int] = {}
@@ -103,7 +104,7 @@ class _Stream:
         self.reverse = reverse
         self.buffer: List[str] = []
 
-    def take(self, n: int):
+    def take(self, n: int) -> Optional[List[str]]:
         while len(self.buffer) < n:
             segment = next(self.segments, None)
             if segment is None:

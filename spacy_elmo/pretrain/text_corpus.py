@@ -29,7 +29,7 @@ import json
 import zlib
 from collections import Counter
 from pathlib import Path
-from typing import Any, Callable, Dict, Iterable, Iterator, List, Optional, Sequence, Union
+from typing import Any, Callable, Dict, Iterable, Iterator, List, Optional, Sequence, TextIO, Union
 
 from tqdm import tqdm
 
@@ -112,7 +112,7 @@ def tokenize_lines(
         yield [t.text for t in doc if not t.is_space]
 
 
-def open_text(path: PathLike):
+def open_text(path: PathLike) -> TextIO:
     """A text-mode handle on a plain or gzip file (decoding errors replaced, never fatal)."""
     path = Path(path)
     if path.suffix == ".gz":

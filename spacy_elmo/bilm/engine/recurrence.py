@@ -32,7 +32,7 @@ that is connected to the layer's inputs and weights and raises a
 `gradgradcheck`) reaches it, never a silent None or zero. The `reference`
 engine, plain autograd, computes them.
 """
-from typing import Any, List, Optional, Sequence, Tuple
+from typing import Any, Callable, List, NoReturn, Optional, Sequence, Tuple
 
 import numpy
 import torch
@@ -101,7 +101,8 @@ def _step_block(buffer: torch.Tensor, offset: int, rows: int) -> torch.Tensor:
     return buffer[2 * offset : 2 * (offset + rows)].view(2, rows, buffer.shape[1])
 
 
-def _cell_forward(gates, c, c_raw, tanh_c, m, cell_clip, kernel: bool) -> None:
+def _cell_forward(gates: torch.Tensor, c: torch.Tensor, c_raw: torch.Tensor, tanh_c: torch.Tensor, m: torch.Tensor,
+                  cell_clip: float, kernel: bool) -> None:
     """One step's cell, in place: gates (rows, 4H) pre-activations -> activations
     (s_i, s_f, s_o, tanh j); c: previous cell -> new (clipped) cell; writes c_raw
     (before the clip), tanh(c) and m = s_o tanh(c)."""
@@ -118,7 +119,9 @@ def _cell_forward(gates, c, c_raw, tanh_c, m, cell_clip, kernel: bool) -> None:
     torch.mul(s_o, tanh_c, out=m)
 
 
-def _cell_backward(gates, d_gates, dm, dc, c_raw, tanh_c, c_prev, cell_clip, clip_prev: bool, kernel: bool) -> None:
+def _cell_backward(gates: torch.Tensor, d_gates: torch.Tensor, dm: torch.Tensor, dc: torch.Tensor,
+                   c_raw: torch.Tensor, tanh_c: torch.Tensor, c_prev: torch.Tensor, cell_clip: float,
+                   clip_prev: bool, kernel: bool) -> None:
     """The gradients of `_cell_forward`: from the activations `gates`, writes the
     pre-activations' gradients into d_gates; dc (the cell gradient from the
     next step) becomes c_prev's gradient, in place. c_prev is clipped first
@@ -160,7 +163,9 @@ class LayerRecurrence(torch.autograd.Function):
     """
 
     @staticmethod
-    def forward(ctx, inputs, w_ih, bias, w_hh, w_proj, h0, c0, plan: PackPlan, clips, kernel: bool):
+    def forward(ctx: Any, inputs: torch.Tensor, w_ih: torch.Tensor, bias: torch.Tensor, w_hh: torch.Tensor,
+                w_proj: torch.Tensor, h0: torch.Tensor, c0: torch.Tensor, plan: PackPlan, clips: Tuple[float, float],
+                kernel: bool) -> Tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
         cell_clip, proj_clip = clips
         H, P, P_in, N = w_hh.shape[2] // 4, w_proj.shape[2], inputs.shape[2], plan.total
         weight = torch.cat([w_ih, w_hh], dim=1)  # (2, P_in + P, 4H)
@@ -194,7 +199,8 @@ class LayerRecurrence(torch.autograd.Function):
         return out, xh[:, :, P_in:].clone(), c
 
     @staticmethod
-    def backward(ctx, grad_out, grad_hn, grad_cn):
+    def backward(ctx: Any, grad_out: Optional[torch.Tensor], grad_hn: Optional[torch.Tensor],
+                 grad_cn: Optional[torch.Tensor]) -> Tuple[Optional[torch.Tensor], ...]:
         """`gradients`; where a graph of the gradients is built (`create_graph=True`), through
         `OnceDifferentiable`, so that differentiating them again is a clear error."""
         if not torch.is_grad_enabled():
@@ -271,12 +277,13 @@ class OnceDifferentiable(torch.autograd.Function):
     )
 
     @staticmethod
-    def forward(ctx, compute, *depends_on):
+    def forward(ctx: Any, compute: Callable[[], Sequence[torch.Tensor]],
+                *depends_on: torch.Tensor) -> Tuple[torch.Tensor, ...]:
         # every output its own tensor: autograd keeps no view relations between a Function's outputs
         return tuple(t.clone() if t._base is not None else t for t in compute())
 
     @staticmethod
-    def backward(ctx, *grads):
+    def backward(ctx: Any, *grads: Optional[torch.Tensor]) -> NoReturn:
         raise RuntimeError(OnceDifferentiable.MESSAGE)
 
 

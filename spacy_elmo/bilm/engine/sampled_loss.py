@@ -16,7 +16,7 @@ place and backward scales them in place into the logits' gradient
 (benchmarks/RESULTS.md, "Pretraining throughput", has the timings).
 """
 import math
-from typing import Optional, Tuple
+from typing import Any, Optional, Tuple
 
 import torch
 from torch.autograd.function import once_differentiable
@@ -32,7 +32,15 @@ class SampledSoftmaxNLL(torch.autograd.Function):
     """
 
     @staticmethod
-    def forward(ctx, hidden, weight, bias, true_logits, hit_rows, hit_cols):
+    def forward(
+        ctx: Any,
+        hidden: torch.Tensor,
+        weight: torch.Tensor,
+        bias: torch.Tensor,
+        true_logits: torch.Tensor,
+        hit_rows: torch.Tensor,
+        hit_cols: torch.Tensor,
+    ) -> torch.Tensor:
         with torch.autocast(hidden.device.type, enabled=False):  # in place: one dtype throughout
             probs = torch.addmm(bias, hidden, weight.t())
             if hit_rows.numel():
@@ -49,7 +57,7 @@ class SampledSoftmaxNLL(torch.autograd.Function):
 
     @staticmethod
     @once_differentiable
-    def backward(ctx, grad) -> Tuple[Optional[torch.Tensor], ...]:
+    def backward(ctx: Any, grad: torch.Tensor) -> Tuple[Optional[torch.Tensor], ...]:
         if ctx.spent:  # the first call scaled the probabilities in place
             raise RuntimeError("SampledSoftmaxNLL: backward through the same graph twice is not supported")
         ctx.spent = True

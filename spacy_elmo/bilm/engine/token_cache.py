@@ -86,7 +86,7 @@ class CacheLock:
     def release(self) -> None:
         self._lock.release()
 
-    def __reduce__(self):
+    def __reduce__(self) -> Tuple[Callable[[], "CacheLock"], Tuple[()]]:
         return (CacheLock, ())
 
 

@@ -34,7 +34,7 @@ through `.data`: call `clear_cache()` after it.
 import itertools
 import threading
 import weakref
-from typing import Any, Iterable, Tuple
+from typing import Any, Callable, Iterable, Tuple
 
 import torch
 from torch.optim.optimizer import register_optimizer_step_post_hook
@@ -76,7 +76,7 @@ class WeightsKey:
 
     __hash__ = None  # type: ignore[assignment]
 
-    def __reduce__(self):
+    def __reduce__(self) -> Tuple[Callable[[], "WeightsKey"], Tuple[()]]:
         # weak references do not pickle; an unpickled key matches nothing, so the
         # values it guarded are recomputed
         return (_matching_nothing, ())
