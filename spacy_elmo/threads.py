@@ -170,6 +170,17 @@ _active_calls = 0
 _torch_setting: Optional[int] = None
 
 
+def _no_calls_after_fork() -> None:
+    """In a forked child (spaCy's `n_process`): the parent's calls under way do not run there, so none
+    counts (a count inherited from them kept the parent's setting in a worker told to use one thread)."""
+    global _CALLS_LOCK, _active_calls, _torch_setting
+    _CALLS_LOCK, _active_calls, _torch_setting = threading.Lock(), 0, None
+
+
+if hasattr(os, "register_at_fork"):
+    os.register_at_fork(after_in_child=_no_calls_after_fork)
+
+
 @contextmanager
 def cpu_threads(setting: ThreadsSetting) -> Iterator[int]:
     """Run the block with the threads `setting` asks for now; torch's setting is restored after.

@@ -164,18 +164,19 @@ def init(model: Model[InT, OutT], X: Optional[InT] = None, Y: Optional[OutT] = N
     return model
 
 
-def _shim(model: Model) -> ElmoShim:
+def model_shim(model: Model) -> ElmoShim:
+    """The shim holding the model's torch biLM (one per model: what per-model state is keyed by)."""
     return cast(ElmoShim, model.layers[0].shims[0])
 
 
 def has_bilm(model: Model) -> bool:
     """Whether the model holds a biLM already (built from sizes, loaded or deserialized)."""
-    return _shim(model).bilm is not None
+    return model_shim(model).bilm is not None
 
 
 def set_bilm(model: Model, bilm: BiLM) -> None:
     """Install a biLM (e.g. from a loader at initialize) into the model."""
-    _shim(model).set_bilm(bilm)
+    model_shim(model).set_bilm(bilm)
     model.attrs["fresh"] = False
     model.attrs["doc_cache"].clear()
     _configure(model, bilm)
@@ -183,7 +184,7 @@ def set_bilm(model: Model, bilm: BiLM) -> None:
 
 def drop_bilm(model: Model) -> None:
     """Empty the model (e.g. a biLM of random weights that the component's weights replace)."""
-    _shim(model)._model = None
+    model_shim(model)._model = None
     model.attrs["fresh"] = False
     for name in ("nO", "nL"):
         model.set_dim(name, None, force=True)  # type: ignore[arg-type]
@@ -191,7 +192,7 @@ def drop_bilm(model: Model) -> None:
 
 def get_bilm(model: Model) -> BiLM:
     """The torch BiLM the model holds, set up with the model's settings; ElmoNotReady if it holds none."""
-    bilm = _shim(model).bilm
+    bilm = model_shim(model).bilm
     if bilm is None:
         raise ElmoNotReady(
             f"'{model.name}': no biLM weights are loaded. The elmo component loads its own before its first "

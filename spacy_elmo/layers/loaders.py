@@ -34,7 +34,9 @@ other package did).
 """
 import importlib
 import importlib.util
+import os
 import threading
+import weakref
 from functools import partial
 from pathlib import Path
 from typing import Any, Callable, List, Optional, Union
@@ -187,9 +189,32 @@ def read_weights(weights: WeightsSetting = None, with_softmax: bool = False) -> 
     return loader.read(with_softmax)
 
 
-# one load at a time: threads whose first calls arrive together (a web server's first requests)
-# each built the whole biLM and all but one threw theirs away
-_LOAD_LOCK = threading.RLock()
+# one load per model at a time: threads whose first calls arrive together (a web server's first
+# requests) each built the whole biLM and all but one threw theirs away. One lock per model (keyed
+# by its shim: thinc's Model takes no weak references), so an unrelated model's slow load (a
+# download) does not hold this one up.
+_LOCKS_GUARD = threading.Lock()
+_LOAD_LOCKS: "weakref.WeakKeyDictionary[Any, threading.RLock]" = weakref.WeakKeyDictionary()
+
+
+def _fresh_locks_after_fork() -> None:
+    """In a forked child (spaCy's `n_process`): locks held by the parent's other threads at the fork
+    would be held forever, so the child starts with none."""
+    global _LOCKS_GUARD, _LOAD_LOCKS
+    _LOCKS_GUARD = threading.Lock()
+    _LOAD_LOCKS = weakref.WeakKeyDictionary()
+
+
+if hasattr(os, "register_at_fork"):
+    os.register_at_fork(after_in_child=_fresh_locks_after_fork)
+
+
+def _load_lock(model: Model) -> Any:
+    """The lock of `model`'s load (made on first use)."""
+    from .bilm_model import model_shim  # bilm_model imports this module
+
+    with _LOCKS_GUARD:
+        return _LOAD_LOCKS.setdefault(model_shim(model), threading.RLock())
 
 
 def ensure_weights(model: Model) -> Model:
@@ -199,7 +224,7 @@ def ensure_weights(model: Model) -> Model:
     from .bilm_model import has_bilm  # bilm_model imports this module
 
     if not has_bilm(model):
-        with _LOAD_LOCK:
+        with _load_lock(model):
             if not has_bilm(model):
                 resolve_loader(model.attrs.get(LOADER_ATTR))(model)
     return model

@@ -142,8 +142,10 @@ def _as_array(value: Any, what: str) -> numpy.ndarray:
     if hasattr(value, "ndim") and hasattr(value, "shape"):
         from thinc.util import to_numpy
 
-        if hasattr(value, "detach"):  # a torch tensor, maybe on a GPU
+        if hasattr(value, "detach"):  # a torch tensor, maybe on a GPU, maybe in a type numpy lacks
             value = value.detach().cpu()
+            if str(value.dtype) == "torch.bfloat16":
+                value = value.float()
         return to_numpy(value)
     try:
         return numpy.asarray(value, dtype=numpy.float32)

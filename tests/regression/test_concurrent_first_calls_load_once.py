@@ -3,9 +3,10 @@
 `ensure_weights` checked whether the model held a biLM and, if not, ran its loader, with nothing
 between the two: eight threads making a fresh pipeline's first `nlp()` calls at once (a web
 server's first requests) built eight whole biLMs, seven of them thrown away (every trial of the
-review). The check is now repeated under a lock. The loader below blocks until a second thread
-has either entered it (the old code) or tried to take the lock (the new), so the order is
-decided by events, not by timing.
+review). The check is now repeated under the model's lock. The loader below blocks until a
+second thread has either entered it (the old code) or tried to take the lock (the new), so the
+order is decided by events, not by timing. The lock is the model's own: a slow load (a download)
+of one model does not hold up another's.
 """
 import threading
 
@@ -48,7 +49,8 @@ def test_two_first_calls_load_the_biLM_once(monkeypatch):
         set_bilm(target, BiLM(BiLMConfig(**SIZES)))
 
     monkeypatch.setattr(loaders, "resolve_loader", lambda setting: blocking_loader)
-    monkeypatch.setattr(loaders, "_LOAD_LOCK", SignallingLock(second_arrived), raising=False)
+    lock = SignallingLock(second_arrived)
+    monkeypatch.setattr(loaders, "_load_lock", lambda model: lock)
     threads = [threading.Thread(target=loaders.ensure_weights, args=(model,), name=name)
                for name in ("first", "second")]
     threads[0].start()
@@ -58,3 +60,28 @@ def test_two_first_calls_load_the_biLM_once(monkeypatch):
         thread.join(60)
     assert loads == ["first"], loads
     assert has_bilm(model)
+
+
+def test_a_slow_load_of_one_model_does_not_hold_up_another(monkeypatch):
+    slow, fast = ElmoBiLM(), ElmoBiLM()
+    inside, release = threading.Event(), threading.Event()
+
+    def loader(target):
+        if target is slow:
+            inside.set()
+            assert release.wait(60)
+        set_bilm(target, BiLM(BiLMConfig(**SIZES)))
+
+    monkeypatch.setattr(loaders, "resolve_loader", lambda setting: loader)
+    waiting = threading.Thread(target=loaders.ensure_weights, args=(slow,))
+    waiting.start()
+    try:
+        assert inside.wait(60)
+        other = threading.Thread(target=loaders.ensure_weights, args=(fast,))
+        other.start()
+        other.join(60)  # a guard: with one lock for all models it waited for the slow load
+        assert has_bilm(fast) and not has_bilm(slow)
+    finally:
+        release.set()
+        waiting.join(60)
+    assert has_bilm(slow)

@@ -125,3 +125,9 @@ def test_mixed_precision_on_a_cuda_machine_running_on_its_cpu(monkeypatch):
     shim = model.layers[0].shims[0]
     assert not shim._mixed_precision
     assert any(p.grad is not None for p in shim._model.parameters())
+
+
+def test_a_bfloat16_tensor_is_kept_as_float32():
+    doc = spacy.blank("en")("a b c")
+    doc._.elmo = torch.ones(3, 3, 4, dtype=torch.bfloat16)  # numpy has no bfloat16: it was a TypeError
+    assert isinstance(doc._.elmo, numpy.ndarray) and doc._.elmo.dtype == numpy.float32

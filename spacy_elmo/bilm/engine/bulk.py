@@ -7,6 +7,7 @@ while the budget bounds a batch's memory. A sentence that occurs more than
 once is computed once. None of this changes a bit of the result: a
 sentence's layers do not depend on its batch (engine/product_rows.py).
 """
+import os
 import threading
 import weakref
 from contextlib import contextmanager
@@ -47,6 +48,19 @@ _MODE_LOCK = threading.Lock()
 _MODE_CALLS: "weakref.WeakKeyDictionary[torch.nn.Module, List[Any]]" = weakref.WeakKeyDictionary()
 
 
+def _no_calls_after_fork() -> None:
+    """In a forked child: the parent's calls under way do not run there, so their modules get their
+    mode back now and nothing counts (locks held by the parent's other threads would stay held)."""
+    global _MODE_LOCK, _MODE_CALLS
+    calls, _MODE_LOCK, _MODE_CALLS = _MODE_CALLS, threading.Lock(), weakref.WeakKeyDictionary()
+    for module, (_, mode, restore) in list(calls.items()):
+        restore(module, mode)
+
+
+if hasattr(os, "register_at_fork"):
+    os.register_at_fork(after_in_child=_no_calls_after_fork)
+
+
 @contextmanager
 def evaluating(module: torch.nn.Module, restore: Callable[[torch.nn.Module, bool], Any] = torch.nn.Module.train
                ) -> Iterator[None]:
@@ -55,7 +69,7 @@ def evaluating(module: torch.nn.Module, restore: Callable[[torch.nn.Module, bool
     with _MODE_LOCK:
         calls = _MODE_CALLS.get(module)
         if calls is None:
-            calls = _MODE_CALLS[module] = [0, module.training]
+            calls = _MODE_CALLS[module] = [0, module.training, restore]
         calls[0] += 1
         module.eval()
     try:
