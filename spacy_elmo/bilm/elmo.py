@@ -39,9 +39,13 @@ class TorchScalarMix(torch.nn.Module):
         self.gamma = torch.nn.Parameter(torch.tensor(1.0), requires_grad=trainable)
         self.do_layer_norm = do_layer_norm
 
-    def forward(self, layers: torch.Tensor, mask: Optional[torch.Tensor] = None) -> torch.Tensor:
-        """(n_layers, batch, time, width) -> (batch, time, width); `mask` (batch, time) is needed with
-        `do_layer_norm` (padding must not count in a layer's mean and variance)."""
+    def forward(self, layers: Union[torch.Tensor, Sequence[torch.Tensor]],
+                mask: Optional[torch.Tensor] = None) -> torch.Tensor:
+        """(n_layers, ...) -> (...): the layers stacked on a first axis, or a list of them (as AllenNLP's
+        ScalarMix takes). `mask` (batch, time) is needed with `do_layer_norm`, whose layers are
+        (n_layers, batch, time, width): padding must not count in a layer's mean and variance."""
+        if not isinstance(layers, torch.Tensor):
+            layers = torch.stack(list(layers))
         if layers.shape[0] != self.scalar_parameters.shape[0]:
             raise ValueError(f"TorchScalarMix: {layers.shape[0]} layers given to a mix of "
                              f"{self.scalar_parameters.shape[0]}")
@@ -50,7 +54,7 @@ class TorchScalarMix(torch.nn.Module):
             if mask is None:
                 raise ValueError("TorchScalarMix: do_layer_norm needs the mask of the real positions")
             layers = _masked_layer_norm(layers, mask)
-        return self.gamma * torch.einsum("l,lbtw->btw", weights, layers)
+        return self.gamma * (weights.reshape(-1, *[1] * (layers.dim() - 1)) * layers).sum(dim=0)
 
 
 def _masked_layer_norm(layers: torch.Tensor, mask: torch.Tensor) -> torch.Tensor:
@@ -105,12 +109,33 @@ class ElmoModule(torch.nn.Module):
         return self.bilm.width
 
     def forward(self, sentences: Sequence[Sequence[str]]) -> Dict[str, Union[List[torch.Tensor], torch.Tensor]]:
-        """{"elmo_representations": num_output_representations tensors (batch, time, width),
-        "mask": (batch, time) booleans, True at real tokens}, padded to the longest sentence."""
-        output = self.bilm(sentences, keep_boundaries=self.keep_sentence_boundaries)
+        """{"elmo_representations": num_output_representations tensors (batch, time, width), zero past
+        each sentence's length, "mask": (batch, time) booleans, True at real tokens}.
+
+        With `do_layer_norm` the layers are normalised over the tokens and the sentence boundaries
+        (as AllenNLP mixes before it removes the boundaries), whether or not the boundaries are kept."""
+        with_boundaries = self.keep_sentence_boundaries or any(mix.do_layer_norm for mix in self.scalar_mixes)
+        output = self.bilm(sentences, keep_boundaries=with_boundaries)
         mask = output.mask()  # with the boundaries, their positions count as real
-        representations = [self.dropout(mix(output.layers, mask)) for mix in self.scalar_mixes]
-        return {"elmo_representations": representations, "mask": mask}
+        keep = mask.unsqueeze(-1).to(output.layers.dtype)
+        mixed = [mix(output.layers, mask) * keep for mix in self.scalar_mixes]
+        if with_boundaries and not self.keep_sentence_boundaries:
+            mixed, mask = [_without_boundaries(m, output.lengths) for m in mixed], _inner_mask(output.lengths)
+        return {"elmo_representations": [self.dropout(m) for m in mixed], "mask": mask}
+
+
+def _inner_mask(lengths: torch.Tensor) -> torch.Tensor:
+    """(batch, longest - 2) booleans: the tokens of rows whose lengths count their two boundaries."""
+    inner = (lengths - 2).clamp(min=0)
+    width = max(int(inner.max()) if len(inner) else 0, 0)
+    return torch.arange(width, device=lengths.device)[None, :] < inner[:, None]
+
+
+def _without_boundaries(mixed: torch.Tensor, lengths: torch.Tensor) -> torch.Tensor:
+    """(batch, time, width) with <S> first and </S> after each row's tokens -> the tokens alone."""
+    mask = _inner_mask(lengths.to(mixed.device))
+    inner = mixed[:, 1:1 + mask.shape[1]]
+    return inner * mask.unsqueeze(-1).to(mixed.dtype)
 
 
 __all__ = ["ElmoModule", "TorchScalarMix"]

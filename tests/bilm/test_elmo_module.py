@@ -85,17 +85,32 @@ def test_fixed_scalar_mix_parameters_do_not_train():
     torch.testing.assert_close(got, elmo.bilm(SENTENCES).layers[0])  # layer 0 alone
 
 
-def test_layer_norm_uses_the_real_positions_only():
+def test_layer_norm_uses_the_real_positions_and_the_boundaries_as_allennlp():
+    """AllenNLP mixes the layers with the boundaries, then removes them: the statistics count them."""
     elmo = ElmoModule(_bilm(), do_layer_norm=True, dropout=0.0).eval()
     out = elmo(SENTENCES)
-    layers, mask = elmo.bilm(SENTENCES).layers, out["mask"]
-    real = layers[:, mask]  # (layers, real positions, width)
+    bounded = elmo.bilm(SENTENCES, keep_boundaries=True)
+    real = bounded.layers[:, bounded.mask()]  # (layers, real positions and boundaries, width)
     mean = real.mean(dim=(1, 2), keepdim=True)
     std = real.std(dim=(1, 2), unbiased=False, keepdim=True)
-    expected = ((real - mean) / std).mean(dim=0)
-    torch.testing.assert_close(out["elmo_representations"][0][mask], expected, rtol=1e-4, atol=1e-5)
+    normalised = ((bounded.layers - mean[:, :, None]) / std[:, :, None]).mean(dim=0)  # (batch, time + 2, w)
+    mask = out["mask"]
+    assert mask.tolist() == [[True] * 5, [True, True, False, False, False], [False] * 5]
+    for row, length in enumerate([5, 2, 0]):
+        got = out["elmo_representations"][0][row]
+        torch.testing.assert_close(got[:length], normalised[row, 1:1 + length], rtol=1e-4, atol=1e-5)
+        assert not got[length:].any()  # zero past the sentence
+    kept = ElmoModule(elmo.bilm, do_layer_norm=True, dropout=0.0, keep_sentence_boundaries=True).eval()
+    with_boundaries = kept(SENTENCES)["elmo_representations"][0]
+    torch.testing.assert_close(with_boundaries[0, :7], normalised[0, :7], rtol=1e-4, atol=1e-5)
     with pytest.raises(ValueError, match="needs the mask"):
-        elmo.scalar_mixes[0](layers)
+        elmo.scalar_mixes[0](bounded.layers)
+
+
+def test_a_mix_takes_a_list_of_layers_of_any_rank():
+    mix = TorchScalarMix(2, initial=[0.0, 0.0])
+    a, b = torch.ones(3, 4), torch.zeros(3, 4)
+    torch.testing.assert_close(mix([a, b]), torch.full((3, 4), 0.5), check_dtype=False)
 
 
 def test_sentence_boundaries_widen_the_time_axis():
