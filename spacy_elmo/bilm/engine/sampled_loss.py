@@ -32,15 +32,8 @@ class SampledSoftmaxNLL(torch.autograd.Function):
     """
 
     @staticmethod
-    def forward(
-        ctx: Any,
-        hidden: torch.Tensor,
-        weight: torch.Tensor,
-        bias: torch.Tensor,
-        true_logits: torch.Tensor,
-        hit_rows: torch.Tensor,
-        hit_cols: torch.Tensor,
-    ) -> torch.Tensor:
+    def forward(ctx: Any, hidden: torch.Tensor, weight: torch.Tensor, bias: torch.Tensor, true_logits: torch.Tensor,
+                hit_rows: torch.Tensor, hit_cols: torch.Tensor) -> torch.Tensor:
         with torch.autocast(hidden.device.type, enabled=False):  # in place: one dtype throughout
             probs = torch.addmm(bias, hidden, weight.t())
             if hit_rows.numel():
