@@ -17,6 +17,7 @@ from typing import Dict, List, Optional, Sequence, Union
 
 import torch
 
+from .layout import BiLMOutput
 from .model import BiLM
 
 
@@ -118,24 +119,12 @@ class ElmoModule(torch.nn.Module):
         output = self.bilm(sentences, keep_boundaries=with_boundaries)
         mask = output.mask()  # with the boundaries, their positions count as real
         keep = mask.unsqueeze(-1).to(output.layers.dtype)
-        mixed = [mix(output.layers, mask) * keep for mix in self.scalar_mixes]
+        # the mixes stacked as layers of an output, so that its boundaries come off as the biLM's do
+        mixed = BiLMOutput(torch.stack([mix(output.layers, mask) * keep for mix in self.scalar_mixes]),
+                           output.lengths)
         if with_boundaries and not self.keep_sentence_boundaries:
-            mixed, mask = [_without_boundaries(m, output.lengths) for m in mixed], _inner_mask(output.lengths)
-        return {"elmo_representations": [self.dropout(m) for m in mixed], "mask": mask}
-
-
-def _inner_mask(lengths: torch.Tensor) -> torch.Tensor:
-    """(batch, longest - 2) booleans: the tokens of rows whose lengths count their two boundaries."""
-    inner = (lengths - 2).clamp(min=0)
-    width = max(int(inner.max()) if len(inner) else 0, 0)
-    return torch.arange(width, device=lengths.device)[None, :] < inner[:, None]
-
-
-def _without_boundaries(mixed: torch.Tensor, lengths: torch.Tensor) -> torch.Tensor:
-    """(batch, time, width) with <S> first and </S> after each row's tokens -> the tokens alone."""
-    mask = _inner_mask(lengths.to(mixed.device))
-    inner = mixed[:, 1:1 + mask.shape[1]]
-    return inner * mask.unsqueeze(-1).to(mixed.dtype)
+            mixed = mixed.without_boundaries()
+        return {"elmo_representations": [self.dropout(m) for m in mixed.layers], "mask": mixed.mask()}
 
 
 __all__ = ["ElmoModule", "TorchScalarMix"]

@@ -30,6 +30,13 @@ class BiLMOutput:
         """Per row: (L+1, length, width)."""
         return [self.layers[:, i, :n] for i, n in enumerate(self.lengths.tolist())]
 
+    def without_boundaries(self) -> "BiLMOutput":
+        """The rows without their <S> and </S> positions (layers that hold them: `lengths` counts
+        both), zeros past each row's tokens."""
+        inner = self.lengths - 2
+        mask = torch.arange(self.layers.shape[2] - 2, device=self.layers.device)[None, :] < inner[:, None]
+        return BiLMOutput(self.layers[:, :, 1:-1] * mask[None, :, :, None].to(self.layers.dtype), inner)
+
 
 # index values of the sentence boundaries; a batch's tokens follow from 2 on
 BOS_ROW, EOS_ROW = 0, 1

@@ -276,11 +276,8 @@ class BiLM(nn.Module):
             rows, outputs, _ = self.run(tokens, index, lengths_list, state)
             stacked = stack_layers(rows.table[rows.index[0]], outputs, lengths_list)
             lengths = torch.tensor(lengths_list, dtype=torch.long, device=stacked.device)
-            if keep_boundaries:
-                return BiLMOutput(stacked, lengths)
-            inner = lengths - 2
-            inner_mask = torch.arange(index.shape[2] - 2, device=stacked.device)[None, :] < inner[:, None]
-            return BiLMOutput(stacked[:, :, 1:-1] * inner_mask[None, :, :, None].to(stacked.dtype), inner)
+            output = BiLMOutput(stacked, lengths)
+            return output if keep_boundaries else output.without_boundaries()
 
     def run(
         self, tokens: Sequence[str], index: numpy.ndarray, lengths: Sequence[int], state: Optional[LSTMState] = None
