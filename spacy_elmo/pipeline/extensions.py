@@ -31,6 +31,7 @@ import numpy
 import numpy.typing
 from spacy.attrs import IDX, LENGTH
 from spacy.tokens import Doc, Span, Token
+from thinc.util import to_numpy
 
 LAYERS_KEY = ("._.", "elmo", None, None)
 MIX_KEY = ("._.", "elmo_mix", None, None)
@@ -140,8 +141,6 @@ def _as_array(value: Any, what: str) -> numpy.ndarray:
     if isinstance(value, numpy.ndarray):
         return value
     if hasattr(value, "ndim") and hasattr(value, "shape"):
-        from thinc.util import to_numpy
-
         if hasattr(value, "detach"):  # a torch tensor, maybe on a GPU, maybe in a type numpy lacks
             value = value.detach().cpu()
             if str(value.dtype) == "torch.bfloat16":
@@ -355,8 +354,6 @@ def _fallback_vector(doc: Doc, start: int, end: int) -> numpy.ndarray:
     are no tokens or no vectors. The hooks fall back to it so that `.vector` stays what it would be
     without them, and a numpy array (spaCy's `vector_norm` and similarity need one; on a GPU spaCy's
     tensor and vectors may be cupy arrays)."""
-    from thinc.util import to_numpy
-
     vocab = doc.vocab
     if _tensor_rows(doc):
         if end <= start:
