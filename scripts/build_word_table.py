@@ -47,8 +47,9 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
 from spacy_elmo.pretrain.text_corpus import (  # noqa: E402
-    TOKENIZERS, CorpusError, SpacyRequired, _tokenized_lines, expand_paths,
+    TOKENIZERS, CorpusError, LanguageError, SpacyRequired, _tokenized_lines, expand_paths,
 )
+from spacy_elmo.cli._util import spacy_lang_problem  # noqa: E402
 from spacy_elmo.resumable_training import RUN_SETTINGS, path_identity, record_settings  # noqa: E402
 from spacy_elmo.pretrain.word_table import (  # noqa: E402
     VECTORS_FILE, check_word_table, select_rows, write_spacy_vectors, write_word2vec_text, write_word_table,
@@ -166,6 +167,10 @@ def main(argv: Optional[List[str]] = None) -> None:
                         help="also write vectors.txt (word2vec text) for `spacy init vectors`")
     args = parser.parse_args(argv)
 
+    if args.tokenizer == "spacy":  # a language spaCy lacks, or whose tokenizer misses a package: before any work
+        problem = spacy_lang_problem(args.lang)
+        if problem:
+            msg.fail(problem, exits=1)
     known = KNOWN_PACKAGES.get(args.package, {})
     licence = args.license or known.get("license")
     if not licence:
@@ -189,7 +194,7 @@ def main(argv: Optional[List[str]] = None) -> None:
         msg.fail(f"--text: {err}", exits=1)
     try:
         counts, n_lines, n_tokens = count_text(files, args.lang, lowercase, args.max_lines, args.tokenizer)
-    except (CorpusError, SpacyRequired) as err:
+    except (CorpusError, LanguageError, SpacyRequired) as err:  # LanguageError: a .spacy corpus's lang
         msg.fail(str(err), exits=1)
     if not n_lines:  # a table of the vector file's words alone would pass for one of this text
         msg.fail(f"no line of text read from {', '.join(map(str, files))}: the text is empty; pass the "

@@ -71,18 +71,19 @@ def check_at_least(option: str, value: Optional[float], minimum: float, meaning:
 
 
 def spacy_lang_problem(lang: str) -> Optional[str]:
-    """The one-line reason spaCy has no language `lang` (spacy.blank(lang) would fail), or None.
+    """The one-line reason spacy.blank(lang) would fail, or None: spaCy has no such language, or
+    its tokenizer needs a package that is not installed (found only by building it, so it is built).
 
     Without spaCy installed nothing is checked (None): the command says so itself when it needs
     spaCy. Commands (`check_spacy_lang_or_fail`) and the project's argparse scripts give this line."""
+    from ..pretrain.text_corpus import LanguageError, SpacyRequired, blank_language
+
     try:
-        from spacy.util import get_lang_class
-    except ImportError:
+        blank_language(lang, f"--lang {lang}")
+    except SpacyRequired:
         return None
-    try:
-        get_lang_class(lang)
-    except (ImportError, KeyError, ValueError) as err:
-        return f"--lang {lang}: no such spaCy language ({' '.join(str(err).split())})"
+    except LanguageError as err:
+        return f"--lang {lang}: {err}"
     return None
 
 

@@ -31,13 +31,13 @@ def perplexity_cli(
 ) -> None:
     """Forward, backward and mean perplexity of MODEL_PATH on TEXT_PATH."""
     from ..io.errors import WeightsError
-    from ..pretrain.text_corpus import TOKENIZERS, CorpusError, SpacyRequired, text_segments
+    from ..pretrain.text_corpus import TOKENIZERS, CorpusError, LanguageError, SpacyRequired, text_segments
 
     if tokenizer not in TOKENIZERS:
         fail(f"--tokenizer {tokenizer!r}: choose one of {TOKENIZERS}")
     check_at_least("--max-length", max_length, 0, "0: no limit")
     check_at_least("--batch-tokens", batch_tokens, 1)
-    if tokenizer == "spacy":
+    if tokenizer == "spacy" or str(text_path).endswith(".spacy"):  # a .spacy file is read with lang's vocab
         check_spacy_lang_or_fail(lang)
 
     loaded = load_weights_or_fail(model_path, with_softmax=True)
@@ -53,7 +53,7 @@ def perplexity_cli(
     lm.to(pick_device(gpu_id))
     try:
         segments = text_segments(text_path, lang, max_length, tokenizer)
-    except (SpacyRequired, CorpusError) as err:  # a gzip file cut short or not gzip at all: one line
+    except (SpacyRequired, CorpusError, LanguageError) as err:  # a gzip file cut short or not gzip at all: one line
         fail(str(err))
     if not segments:
         fail(f"{text_path}: no tokens to score")

@@ -4,7 +4,8 @@ Inputs are plain-text files (also gzip-compressed), one paragraph or sentence
 per line, or spaCy `.spacy` DocBin files. The first pass tokenizes them, drops
 whitespace-only tokens, cuts lines longer than `max_length` tokens into
 consecutive segments, counts words for the vocabulary, and writes one segment
-per line (tokens separated by a space) to a gzip cache. Every epoch then
+per line (a JSON list of its tokens, so that a token holding a space, as a
+`.spacy` file's tokens may, reads back as itself) to a gzip cache. Every epoch then
 streams that cache: nothing is ever loaded whole, and the cache is reused by
 later runs on the same inputs.
 
@@ -36,7 +37,7 @@ from tqdm import tqdm
 from ..io.atomic import atomic_path
 
 PathLike = Union[str, Path]
-_CACHE_VERSION = 1
+_CACHE_VERSION = 2  # 2: segments as JSON lists (1: tokens joined by spaces)
 TOKENIZERS = ("spacy", "whitespace")
 
 
@@ -90,11 +91,35 @@ def _import_spacy(why: str) -> Any:
     return spacy
 
 
+class LanguageError(ValueError):
+    """spaCy has no language `lang`, or cannot build its tokenizer (a package it needs is missing)."""
+
+
+def blank_language(lang: str, why: str) -> Any:
+    """`spacy.blank(lang)`; a LanguageError in one line where spaCy lacks the language (E048) or its
+    tokenizer needs a package that is not installed (`ja`: SudachiPy, `vi`: pyvi), which spaCy only
+    finds when the tokenizer is built; SpacyRequired (saying that `why` needs it) without spaCy."""
+    spacy = _import_spacy(why)
+    from spacy.util import get_lang_class
+
+    try:
+        get_lang_class(lang)
+    except (ImportError, KeyError, ValueError) as err:
+        raise LanguageError(f"no such spaCy language ({' '.join(str(err).split())})") from None
+    try:
+        return spacy.blank(lang)
+    except (ImportError, KeyError, ValueError) as err:
+        raise LanguageError(
+            f"spaCy cannot build its {lang!r} tokenizer ({' '.join(str(err).split())})"
+        ) from None
+
+
 def _spacy_tokenizer(lang: str) -> Any:
-    spacy = _import_spacy(
-        f'[corpus] tokenizer = "spacy" (splitting text with spacy.blank({lang!r})\'s tokenizer)'
-    )
-    return spacy.blank(lang).tokenizer  # a Tokenizer (spaCy types it as any callable)
+    why = f'[corpus] tokenizer = "spacy" (splitting text with spacy.blank({lang!r})\'s tokenizer)'
+    try:
+        return blank_language(lang, why).tokenizer  # a Tokenizer (spaCy types it as any callable)
+    except LanguageError as err:
+        raise LanguageError(f"[corpus] lang {lang!r}: {err}") from None
 
 
 def tokenize_lines(
@@ -113,11 +138,13 @@ def tokenize_lines(
 
 
 def open_text(path: PathLike) -> TextIO:
-    """A text-mode handle on a plain or gzip file (decoding errors replaced, never fatal)."""
+    """A text-mode handle on a plain or gzip file (decoding errors replaced, never fatal). Read as
+    utf-8-sig: a byte-order mark (an editor's "UTF-8 with BOM") is dropped, as `embed` and `corpus` drop
+    it, instead of joining the file's first token."""
     path = Path(path)
     if path.suffix == ".gz":
-        return gzip.open(path, "rt", encoding="utf-8", errors="replace")
-    return path.open("r", encoding="utf-8", errors="replace")
+        return gzip.open(path, "rt", encoding="utf-8-sig", errors="replace")
+    return path.open("r", encoding="utf-8-sig", errors="replace")
 
 
 def _expand(paths: Union[PathLike, Sequence[PathLike]]) -> List[Path]:
@@ -177,7 +204,7 @@ def _tokenized_lines(
 
 def _docbin_sentences(path: Path, lang: str, part: int, parts: int) -> Iterator[List[str]]:
     """A DocBin's sentences (its docs, where they have no sentence boundaries) as token lists."""
-    spacy = _import_spacy(f"{path}: reading a .spacy (DocBin) file")
+    _import_spacy(f"{path}: reading a .spacy (DocBin) file")
     from spacy.tokens import DocBin
 
     try:
@@ -186,7 +213,11 @@ def _docbin_sentences(path: Path, lang: str, part: int, parts: int) -> Iterator[
         raise CorpusError(f"{path}: not a readable spaCy DocBin (.spacy) file, damaged or of another format "
                           f"({err}); rebuild it (python -m spacy_elmo corpus ...)") from None
     units = 0
-    for doc in docbin.get_docs(spacy.blank(lang).vocab):
+    try:
+        vocab = blank_language(lang, f"{path}: reading a .spacy (DocBin) file").vocab
+    except LanguageError as err:
+        raise LanguageError(f"{path}: reading it with [corpus] lang {lang!r}: {err}") from None
+    for doc in docbin.get_docs(vocab):
         spans = doc.sents if doc.has_annotation("SENT_START") else [doc[:]]
         for span in spans:
             if units % parts == part:
@@ -250,8 +281,11 @@ class TokenizedCorpus:
 
     def segments(self) -> Iterator[List[str]]:
         remedy = f"delete {self.cache_file.parent} to tokenize the corpus again"
-        for line in read_lines(self.cache_file, remedy):
-            yield line.rstrip("\n").split(" ")
+        for number, line in enumerate(read_lines(self.cache_file, remedy), 1):
+            try:
+                yield json.loads(line)
+            except ValueError as err:  # a line cut short or edited by hand
+                raise _unreadable(self.cache_file, OSError(f"line {number}: {err}"), remedy) from None
 
     def counts(self) -> Counter:
         try:
@@ -296,11 +330,10 @@ class TokenizedCorpus:
         try:
             with atomic_path(cache_file) as tmp, gzip.open(tmp, "wt", encoding="utf-8", compresslevel=3) as out:
                 for tokens in _tokenized_lines(files, lang, part=part, parts=parts, tokenizer=tokenizer):
-                    # a token never holds a space (whitespace tokens were dropped),
-                    # but other whitespace inside one must not split it on reading
-                    tokens = [t.replace(" ", "\u00a0") for t in tokens]
                     for segment in split_long(tokens, max_length):
-                        out.write(" ".join(segment) + "\n")
+                        # as JSON: a `.spacy` token may hold a space (a Vietnamese word from UD), and
+                        # every other path (`perplexity`, the component, `embed`) reads it with the space
+                        out.write(json.dumps(segment, ensure_ascii=False) + "\n")
                         counts.update(segment)
                         n_segments += 1
                         n_tokens += len(segment)
@@ -365,8 +398,10 @@ def iter_segments(corpus: TokenizedCorpus, limit_tokens: int = 0) -> Iterable[Li
 __all__ = [
     "TOKENIZERS",
     "CorpusError",
+    "LanguageError",
     "SpacyRequired",
     "TokenizedCorpus",
+    "blank_language",
     "expand_paths",
     "iter_segments",
     "open_text",
