@@ -216,13 +216,25 @@ def _upstream_layers(model: ElmoListenerLayer, doc: Doc) -> Any:
 
 def _missing_upstream(model: ElmoListenerLayer, source: Optional[str] = None) -> Optional[str]:
     """The message for a listener whose upstream names no component of its pipeline (renamed, or a
-    typo); None where it does, or where the pipeline is not known. `source`: the component whose
-    layers the doc holds, the likely upstream."""
+    typo) or a disabled one; None where it names an enabled one, or where the pipeline is not known.
+    `source`: the component whose layers the doc holds, the likely upstream."""
     from ..pipeline.component import holding_pipeline_names  # the pipeline package imports this module
 
     upstream = model.upstream_name
-    names = holding_pipeline_names(model)
-    if upstream == "*" or names is None or upstream in names:
+    known = holding_pipeline_names(model, writer=source)
+    if upstream == "*" or known is None:
+        return None
+    names, disabled = known
+    if upstream in disabled:
+        return (
+            f"ElmoListener (upstream '{upstream}'): the elmo component '{upstream}' is disabled, so it "
+            "wrote no doc._.elmo: enable it (nlp.enable_pipe, or leave it out of select_pipes' and "
+            "spacy.load's disable). spaCy also disables the components in [training] frozen_components "
+            f"while it initializes the pipeline: leave '{upstream}' out of frozen_components (its own "
+            "'frozen' setting keeps the biLM fixed), or source it from a trained pipeline and list it in "
+            "annotating_components too"
+        )
+    if upstream in names:
         return None
     fix = f"'{source}' or '*'" if source else "the name of its elmo component, or '*'"
     found = f"its layers came from '{source}'" if source else f"its components: {', '.join(names)}"
@@ -234,11 +246,25 @@ def _missing_upstream(model: ElmoListenerLayer, source: Optional[str] = None) ->
 
 def _other_source_message(model: ElmoListenerLayer, source: str) -> str:
     """Why a doc's layers came from `source`, not the listener's upstream: no component of that name,
-    else one placed before `source`, which replaced its layers."""
+    else one placed before `source`, which replaced its layers; where the pipeline is not known (a
+    component sourced into a pipeline that built no elmo component), both possibilities."""
+    from ..pipeline.component import holding_pipeline_names  # the pipeline package imports this module
+
     upstream = model.upstream_name
-    return _missing_upstream(model, source) or (
-        f"ElmoListener (upstream '{upstream}') got doc._.elmo written by the elmo component "
-        f"'{source}', which ran after '{upstream}' and replaced its layers: put the components "
+    missing = _missing_upstream(model, source)
+    if missing is not None:
+        return missing
+    head = (
+        f"ElmoListener (upstream '{upstream}') got doc._.elmo written by the elmo component '{source}'"
+    )
+    if holding_pipeline_names(model, writer=source) is None:
+        return (
+            f"{head}, not by '{upstream}': if '{source}' is its elmo component (renamed, or sourced under "
+            f"another name), set the listener's upstream to '{source}' or '*'; if '{upstream}' is another "
+            f"elmo component, put the components that listen to it before '{source}' in the pipeline"
+        )
+    return (
+        f"{head}, which ran after '{upstream}' and replaced its layers: put the components "
         f"that listen to '{upstream}' before '{source}' in the pipeline"
     )
 

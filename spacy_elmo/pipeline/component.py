@@ -633,11 +633,17 @@ def misplaced_upstream(listener: ElmoListenerLayer) -> Optional[Tuple[str, str]]
     return None
 
 
-def holding_pipeline_names(listener: ElmoListenerLayer) -> Optional[List[str]]:
-    """The component names of the pipeline whose components hold `listener` (None: no such pipeline
-    is known, as in `misplaced_upstream`)."""
+def holding_pipeline_names(
+    listener: ElmoListenerLayer, writer: Optional[str] = None
+) -> Optional[Tuple[List[str], List[str]]]:
+    """(every component's name, the disabled ones') of the pipeline whose components hold `listener`;
+    with `writer`, of one that also has a component of that name (the one that wrote a doc's layers).
+    None: no such pipeline is known, as in `misplaced_upstream` (a component sourced into a pipeline
+    that built no elmo component of its own is known only by the pipeline it came from, whose names
+    would be the wrong ones)."""
     for nlp, _ in _holding_pipelines(listener):
-        return list(nlp.pipe_names)
+        if writer is None or writer in nlp.component_names:
+            return list(nlp.component_names), list(nlp.disabled)
     return None
 
 
