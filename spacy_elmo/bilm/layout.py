@@ -42,9 +42,27 @@ class BiLMOutput:
 BOS_ROW, EOS_ROW = 0, 1
 
 
+def check_sentences(sentences: Sequence[Sequence[str]]) -> None:
+    """A TypeError in the caller's terms where `sentences` is not a sequence of token sequences: a str,
+    or a flat list of tokens, would otherwise be read as sentences of one-character tokens, and an int
+    or a bytes token fail deep inside. One isinstance test a token: nothing beside a forward."""
+    if isinstance(sentences, (str, bytes)):
+        raise TypeError("sentences must be a list of sentences, each a list of tokens (str), got a str")
+    for s in sentences:
+        if isinstance(s, (str, bytes)) or not hasattr(s, "__len__"):
+            raise TypeError(
+                f"each sentence must be a list of tokens (str), got {type(s).__name__} {s!r:.40}"
+                + (": for one sentence pass [tokens], not tokens" if isinstance(s, str) else "")
+            )
+        if not all(isinstance(t, str) for t in s):
+            bad = next(t for t in s if not isinstance(t, str))
+            raise TypeError(f"a token must be a str, got {type(bad).__name__} {bad!r:.40}")
+
+
 def index_rows(sentences: Sequence[Sequence[str]], with_boundaries: bool) -> Tuple[List[str], numpy.ndarray, List[int]]:
     """The distinct tokens, the (2, batch, time) index (0 is <S>, 1 is </S>, 2 + i is tokens[i]; direction 1
     reversed within its length; with boundaries a row is <S>, its tokens, </S>) and each row's length."""
+    check_sentences(sentences)
     vocab: Dict[str, int] = {}
     rows = [[vocab.setdefault(t, len(vocab) + 2) for t in s] for s in sentences]
     if with_boundaries:
@@ -82,4 +100,4 @@ def reverse_index(lengths: Sequence[int], time: int) -> torch.Tensor:
     return torch.from_numpy(index)
 
 
-__all__ = ["BiLMOutput", "BOS_ROW", "EOS_ROW", "index_rows", "reverse_index", "stack_layers"]
+__all__ = ["BiLMOutput", "BOS_ROW", "EOS_ROW", "check_sentences", "index_rows", "reverse_index", "stack_layers"]

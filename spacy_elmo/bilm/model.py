@@ -260,13 +260,17 @@ class BiLM(nn.Module):
             return inference.encode_tokens(self, tokens)
 
     # -- the model -------------------------------------------------------------------
+    # not traced by torch.compile: it takes strings, and its engines are fused already (Inductor cannot
+    # lower oneDNN's own linear, failing after minutes); a compiled model around it runs it as it is
+    @torch.compiler.disable
     def forward(
         self, sentences: Sequence[Sequence[str]], keep_boundaries: bool = False, state: Optional[LSTMState] = None
     ) -> BiLMOutput:
         """All layers for a batch of tokenized sentences (without autograd in eval mode).
 
         `state` is the initial LSTM state per row; by default zeros, or in
-        `stateful` mode the state each row ended the previous call with.
+        `stateful` mode the state each row ended the previous call with. Under `torch.compile` it runs
+        eagerly (a graph break): the modules around it are compiled, the biLM keeps its own engines.
         """
         with torch.set_grad_enabled(self.training and torch.is_grad_enabled()):
             # in inference the boundary steps are computed once (their outputs are not kept)
