@@ -14,7 +14,7 @@
  * Every element is computed by the same instructions whatever the number of
  * rows or threads (rows are split between threads, columns never), so a
  * row's result does not depend on its batch. Built as an optional extension:
- * without it (no compiler, not x86-64, no AVX2) `cell_kernel.usable()` is
+ * without it (no compiler, not x86-64, no AVX2) `cell_kernel.available()` is
  * false and PyTorch's ops are used. OpenMP comes from the libgomp that
  * PyTorch already loaded (same soname), so no second thread pool appears.
  */

@@ -52,8 +52,10 @@ def unavailable_reason(name: str) -> Optional[str]:
         return "this PyTorch build's oneDNN linear operators are missing or give wrong numbers"
     if name == "onednn+kernel" and not cell_kernel.available():
         return (
-            "the compiled cell kernel is not built (no C compiler at install) or this CPU lacks AVX2/FMA; "
-            "rebuild with `python setup.py build_ext --inplace`, or choose 'onednn'"
+            "the compiled cell kernel is not here (the package was built without it: no C compiler with "
+            "OpenMP, or SPACY_ELMO_NO_EXTENSION=1) or this CPU lacks AVX2/FMA; choose 'onednn' (as 'auto' "
+            "does), or reinstall from source with a C compiler (`pip install --force-reinstall --no-binary "
+            "spacy-elmo spacy-elmo`; in a checkout, `pip install -e .`)"
         )
     if name == "int8" and not int8.works():
         return (
