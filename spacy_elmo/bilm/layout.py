@@ -6,7 +6,7 @@ its length). Out: (L+1, batch, time, 2 * projection_dim) layers in reading
 order, layer 0 being the token vector twice.
 """
 from dataclasses import dataclass
-from typing import Dict, List, Sequence, Tuple
+from typing import Dict, Iterable, List, Sequence, Tuple
 
 import numpy
 import torch
@@ -42,12 +42,14 @@ class BiLMOutput:
 BOS_ROW, EOS_ROW = 0, 1
 
 
-def check_sentences(sentences: Sequence[Sequence[str]]) -> None:
-    """A TypeError in the caller's terms where `sentences` is not a sequence of token sequences: a str,
-    or a flat list of tokens, would otherwise be read as sentences of one-character tokens, and an int
-    or a bytes token fail deep inside. One isinstance test a token: nothing beside a forward."""
+def check_sentences(sentences: Iterable[Sequence[str]]) -> List[Sequence[str]]:
+    """`sentences` as a list (an iterator is read once, here), or a TypeError in the caller's terms where
+    they are not token sequences: a str, or a flat list of tokens, would otherwise be read as sentences
+    of one-character tokens, and an int or a bytes token fail deep inside. One isinstance test a token:
+    nothing beside a forward."""
     if isinstance(sentences, (str, bytes)):
         raise TypeError("sentences must be a list of sentences, each a list of tokens (str), got a str")
+    sentences = sentences if isinstance(sentences, list) else list(sentences)
     for s in sentences:
         if isinstance(s, (str, bytes)) or not hasattr(s, "__len__"):
             raise TypeError(
@@ -57,12 +59,13 @@ def check_sentences(sentences: Sequence[Sequence[str]]) -> None:
         if not all(isinstance(t, str) for t in s):
             bad = next(t for t in s if not isinstance(t, str))
             raise TypeError(f"a token must be a str, got {type(bad).__name__} {bad!r:.40}")
+    return sentences
 
 
 def index_rows(sentences: Sequence[Sequence[str]], with_boundaries: bool) -> Tuple[List[str], numpy.ndarray, List[int]]:
     """The distinct tokens, the (2, batch, time) index (0 is <S>, 1 is </S>, 2 + i is tokens[i]; direction 1
     reversed within its length; with boundaries a row is <S>, its tokens, </S>) and each row's length."""
-    check_sentences(sentences)
+    sentences = check_sentences(sentences)
     vocab: Dict[str, int] = {}
     rows = [[vocab.setdefault(t, len(vocab) + 2) for t in s] for s in sentences]
     if with_boundaries:

@@ -11,7 +11,7 @@ cache), `train()` is training (autograd, dropout). Each sentence starts from
 zero state, so its vectors never depend on its batch; `stateful = True`
 carries each row's final state into the next call, as the reference did.
 """
-from typing import Iterator, List, Optional, Sequence, Tuple, Union
+from typing import Callable, Dict, Iterator, List, Optional, Sequence, Tuple, Union
 
 import numpy
 import torch
@@ -27,6 +27,18 @@ from .layout import BiLMOutput, index_rows, stack_layers
 from .lstm import BiLSTMStack, LSTMState, TokenRows
 from .token_encoder import CharCNNEncoder, WordEncoder
 from .vocab import Vocabulary, WordTableVocabulary
+
+
+_EAGER: Dict[str, Callable[..., BiLMOutput]] = {}
+
+
+def _eager_forward() -> Callable[..., BiLMOutput]:
+    """`BiLM._forward` excluded from torch.compile's tracing: it takes strings, and its engines are fused
+    already (Inductor cannot lower oneDNN's own linear, failing after minutes). Made on the first compiled
+    call, so that importing the package does not import torch._dynamo (1.5 s a process)."""
+    if "forward" not in _EAGER:
+        _EAGER["forward"] = torch.compiler.disable(BiLM._forward)
+    return _EAGER["forward"]
 
 
 class BiLM(nn.Module):
@@ -260,9 +272,6 @@ class BiLM(nn.Module):
             return inference.encode_tokens(self, tokens)
 
     # -- the model -------------------------------------------------------------------
-    # not traced by torch.compile: it takes strings, and its engines are fused already (Inductor cannot
-    # lower oneDNN's own linear, failing after minutes); a compiled model around it runs it as it is
-    @torch.compiler.disable
     def forward(
         self, sentences: Sequence[Sequence[str]], keep_boundaries: bool = False, state: Optional[LSTMState] = None
     ) -> BiLMOutput:
@@ -272,6 +281,13 @@ class BiLM(nn.Module):
         `stateful` mode the state each row ended the previous call with. Under `torch.compile` it runs
         eagerly (a graph break): the modules around it are compiled, the biLM keeps its own engines.
         """
+        if torch.compiler.is_compiling():
+            return _eager_forward()(self, sentences, keep_boundaries, state)
+        return self._forward(sentences, keep_boundaries, state)
+
+    def _forward(
+        self, sentences: Sequence[Sequence[str]], keep_boundaries: bool, state: Optional[LSTMState]
+    ) -> BiLMOutput:
         with torch.set_grad_enabled(self.training and torch.is_grad_enabled()):
             # in inference the boundary steps are computed once (their outputs are not kept)
             if not keep_boundaries and state is None and not self.stateful and not self.training:

@@ -65,7 +65,10 @@ def cache_key(teacher: Teacher, corpus_info: Dict[str, Any], dim: int) -> str:
         "alignment": getattr(teacher, "ALIGNMENT", 1),
         "max_wordpieces": teacher.max_wordpieces,
         "precision": teacher.precision,
-        "corpus": {k: corpus_info.get(k) for k in ("files", "lang", "tokenizer", "max_length", "segments", "tokens")},
+        # the corpus cache's version too: version 2 reads tokens with a space, and text after a byte-order
+        # mark, as other tokens than version 1 did, at the same segment and token counts
+        "corpus": {k: corpus_info.get(k) for k in ("files", "lang", "tokenizer", "max_length", "segments", "tokens",
+                                                    "types", "version")},
         "dim": dim,
     }
     return hashlib.sha1(json.dumps(wanted, sort_keys=True).encode()).hexdigest()[:16]

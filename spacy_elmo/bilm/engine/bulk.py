@@ -96,7 +96,7 @@ def embed_batches(
         raise ValueError("embed() sorts sentences, which stateful mode forbids; call forward() in order")
     if precision not in PRECISIONS:
         raise ValueError(f"precision must be one of {sorted(PRECISIONS)}, got {precision!r}")
-    check_sentences(sentences)
+    sentences = check_sentences(sentences)
     empty = numpy.zeros((bilm.n_layers, 0, bilm.width), dtype=numpy.float32)
     empties = [i for i, s in enumerate(sentences) if not len(s)]
     if empties:
