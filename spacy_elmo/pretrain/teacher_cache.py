@@ -54,6 +54,11 @@ def segment_key(tokens: Sequence[str]) -> int:
     return int.from_bytes(digest, "little", signed=True)
 
 
+# what the vectors depend on in a corpus cache's info; its version too: version 2 reads tokens with a space,
+# and text after a byte-order mark, as other tokens than version 1 did, at the same segment and token counts
+CORPUS_KEYS = ("files", "lang", "tokenizer", "max_length", "segments", "tokens", "types", "version")
+
+
 def cache_key(teacher: Teacher, corpus_info: Dict[str, Any], dim: int) -> str:
     """The subdirectory name of a cache: every setting its vectors depend on."""
     wanted = {
@@ -65,10 +70,7 @@ def cache_key(teacher: Teacher, corpus_info: Dict[str, Any], dim: int) -> str:
         "alignment": getattr(teacher, "ALIGNMENT", 1),
         "max_wordpieces": teacher.max_wordpieces,
         "precision": teacher.precision,
-        # the corpus cache's version too: version 2 reads tokens with a space, and text after a byte-order
-        # mark, as other tokens than version 1 did, at the same segment and token counts
-        "corpus": {k: corpus_info.get(k) for k in ("files", "lang", "tokenizer", "max_length", "segments", "tokens",
-                                                    "types", "version")},
+        "corpus": {k: corpus_info.get(k) for k in CORPUS_KEYS},
         "dim": dim,
     }
     return hashlib.sha1(json.dumps(wanted, sort_keys=True).encode()).hexdigest()[:16]
