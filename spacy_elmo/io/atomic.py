@@ -11,9 +11,10 @@ and commits:
 (atomic on POSIX within a file system) and flushes the directory entry, so
 after a power loss the target is the old file or the new one. On an error
 inside the block the temporary file is removed and the target is untouched.
-A process killed mid-write leaves only the hidden `.NAME.PID.tmp` behind.
+A process killed mid-write leaves only the hidden `.NAME.PID-TOKEN.tmp` behind.
 """
 import os
+import secrets
 from contextlib import contextmanager
 from pathlib import Path
 from typing import Iterator, Union
@@ -21,10 +22,22 @@ from typing import Iterator, Union
 PathLike = Union[str, Path]
 
 
+# with the PID, a token of this process: processes of two containers (PID namespaces) sharing a cache
+# directory can have the same PID, and wrote one temporary file ("No such file" at the second commit)
+_PROCESS = {"token": secrets.token_hex(4)}
+
+
+def _new_token_in_child() -> None:
+    _PROCESS["token"] = secrets.token_hex(4)
+
+
+os.register_at_fork(after_in_child=_new_token_in_child)
+
+
 def temporary_path(path: PathLike) -> Path:
     """The hidden name beside `path` that this process writes before committing."""
     path = Path(path)
-    return path.with_name(f".{path.name}.{os.getpid()}.tmp")
+    return path.with_name(f".{path.name}.{os.getpid()}-{_PROCESS['token']}.tmp")
 
 
 @contextmanager

@@ -29,6 +29,7 @@ import hashlib
 import json
 import shutil
 import sys
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Any, Callable, Dict, Iterable, Iterator, List, Optional, Sequence, Tuple
 
@@ -172,7 +173,56 @@ def build_cache(
     final = Path(root) / key
     if (final / "meta.json").is_file():
         return CachedTeacher(final)
-    partial = Path(root) / f".{key}.partial"
+    with _building(Path(root), key):
+        if (final / "meta.json").is_file():  # built by the run this one waited for
+            return CachedTeacher(final)
+        cached = _build(teacher, segments, corpus_info, Path(root), key, dim, progress)
+    # complete: a later run finds it before it locks, and one waiting on this file finds it under the lock
+    (Path(root) / f".{key}.lock").unlink(missing_ok=True)
+    return cached
+
+
+@contextmanager
+def _building(root: Path, key: str) -> Iterator[None]:
+    """Hold the lock of cache `key` under `root` (waiting, with a word, for another run that holds it).
+
+    Runs sharing `[training.distill] cache` build into one `.KEY.partial` directory: unlocked, a second
+    run opened its vectors with `w+` (truncating what the first had written, so the first committed
+    zero rows) or lost the directory to the first one's rename (`keys.npy`: no such file). Where the file
+    system has no locks, the build goes on unlocked."""
+    from filelock import FileLock, Timeout
+
+    root.mkdir(parents=True, exist_ok=True)
+    lock = FileLock(str(root / f".{key}.lock"))
+    try:
+        try:
+            lock.acquire(timeout=0)
+        except Timeout:
+            print(f"teacher cache: another run is building {root / key}; waiting for it", file=sys.stderr,
+                  flush=True)
+            lock.acquire()
+    except OSError:
+        yield
+        return
+    try:
+        yield
+    finally:
+        lock.release()
+
+
+def _build(
+    teacher: Teacher,
+    segments: Callable[[], Iterable[List[str]]],
+    corpus_info: Dict[str, Any],
+    root: Path,
+    key: str,
+    dim: int,
+    progress: bool,
+) -> CachedTeacher:
+    """Build (or continue) cache `key` in `root / .KEY.partial`, then rename it to `root / KEY`; the
+    caller holds its lock."""
+    final = root / key
+    partial = root / f".{key}.partial"
     partial.mkdir(parents=True, exist_ok=True)
     n_tokens = int(corpus_info["tokens"])
     state_file = partial / "progress.json"
@@ -243,7 +293,7 @@ def build_cache(
     with atomic_path(partial / "meta.json") as tmp:  # written last: the cache is complete
         tmp.write_text(json.dumps(meta, indent=2))
     state_file.unlink(missing_ok=True)
-    if final.exists():  # another process finished the same cache first
+    if final.exists():  # left by a build that had no lock (a file system without them)
         shutil.rmtree(partial)
     else:
         partial.rename(final)
