@@ -57,6 +57,7 @@ from .catalogue import CatalogueFile, lookup
 from .cache_records import MARKER, check_entry, damaged_entry_hint, record_contents
 from .checksum import sha256_file
 from .errors import WeightsError
+from .file_lock import waiting_lock
 
 CACHE_ENV = "SPACY_ELMO_CACHE"
 DOWNLOAD_TIMEOUT = 60  # seconds without data before a download is given up
@@ -255,28 +256,14 @@ def _entry_lock(target: Path, label: str) -> Iterator[None]:
     locks, fetches go unlocked and the rename in `_commit` still keeps the
     entry whole.
     """
-    from filelock import FileLock, Timeout
-
     locks = target.parent.parent / "locks"
     try:
         locks.mkdir(parents=True, exist_ok=True)
     except OSError as err:
         raise _unwritable(locks, err) from None
-    lock = FileLock(str(locks / f"{target.name}.lock"))
-    try:
-        try:
-            lock.acquire(timeout=0)
-        except Timeout:
-            print(f"{label}: another process is fetching this model into {target}; waiting for it",
-                  file=sys.stderr, flush=True)
-            lock.acquire()
-    except OSError:  # no locks here (a file system without flock): go on unlocked
+    waiting = f"{label}: another process is fetching this model into {target}; waiting for it"
+    with waiting_lock(locks / f"{target.name}.lock", waiting):
         yield
-        return
-    try:
-        yield
-    finally:
-        lock.release()
 
 
 def _fetch(source: Source, target: Path, progress: bool, refresh: bool = False) -> Path:

@@ -39,6 +39,7 @@ from tqdm import tqdm
 
 from ..faults import fault_point
 from ..io.atomic import atomic_path
+from ..io.file_lock import waiting_lock
 from .distill import DistillError, Teacher
 
 CACHE_VERSION = 1
@@ -190,24 +191,9 @@ def _building(root: Path, key: str) -> Iterator[None]:
     run opened its vectors with `w+` (truncating what the first had written, so the first committed
     zero rows) or lost the directory to the first one's rename (`keys.npy`: no such file). Where the file
     system has no locks, the build goes on unlocked."""
-    from filelock import FileLock, Timeout
-
     root.mkdir(parents=True, exist_ok=True)
-    lock = FileLock(str(root / f".{key}.lock"))
-    try:
-        try:
-            lock.acquire(timeout=0)
-        except Timeout:
-            print(f"teacher cache: another run is building {root / key}; waiting for it", file=sys.stderr,
-                  flush=True)
-            lock.acquire()
-    except OSError:
+    with waiting_lock(root / f".{key}.lock", f"teacher cache: another run is building {root / key}; waiting for it"):
         yield
-        return
-    try:
-        yield
-    finally:
-        lock.release()
 
 
 def _build(

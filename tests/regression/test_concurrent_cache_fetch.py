@@ -19,7 +19,7 @@ import pytest
 from filelock import FileLock
 
 from spacy_elmo.io import resolve_source
-from spacy_elmo.io import sources
+from spacy_elmo.io import file_lock, sources
 from spacy_elmo.io.sources import cache_key, parse_source
 
 from ..io.model_server import cache_entries, make_zip, published_dir, serve, tiny_bilm, use_cache
@@ -46,7 +46,7 @@ def test_a_second_loader_waits_for_the_first_fetch_and_fetches_nothing(served_zi
         return real_fetch(*args, **kwargs)
 
     monkeypatch.setattr(sources, "_fetch", counting_fetch)
-    monkeypatch.setattr(sources, "print", lambda *a, **k: waiting.set(), raising=False)
+    monkeypatch.setattr(file_lock, "print", lambda *a, **k: waiting.set(), raising=False)
     (cache / "locks").mkdir(parents=True)
     holder = FileLock(str(cache / "locks" / f"{target.name}.lock"))
     holder.acquire()
