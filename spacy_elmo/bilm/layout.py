@@ -42,11 +42,18 @@ class BiLMOutput:
 BOS_ROW, EOS_ROW = 0, 1
 
 
+class CheckedSentences(list):
+    """A list of sentences that `check_sentences` has passed (or taken from such a list): checked once
+    for a whole `embed`, not again in each batch's forward."""
+
+
 def check_sentences(sentences: Iterable[Sequence[str]]) -> List[Sequence[str]]:
     """`sentences` as a list (an iterator is read once, here), or a TypeError in the caller's terms where
     they are not token sequences: a str, or a flat list of tokens, would otherwise be read as sentences
     of one-character tokens, and an int or a bytes token fail deep inside. One isinstance test a token:
-    nothing beside a forward."""
+    nothing beside a forward. Returns a `CheckedSentences`, which passes again at no cost."""
+    if isinstance(sentences, CheckedSentences):
+        return sentences
     if isinstance(sentences, (str, bytes)):
         raise TypeError("sentences must be a list of sentences, each a list of tokens (str), got a str")
     sentences = sentences if isinstance(sentences, list) else list(sentences)
@@ -59,7 +66,7 @@ def check_sentences(sentences: Iterable[Sequence[str]]) -> List[Sequence[str]]:
         if not all(isinstance(t, str) for t in s):
             bad = next(t for t in s if not isinstance(t, str))
             raise TypeError(f"a token must be a str, got {type(bad).__name__} {bad!r:.40}")
-    return sentences
+    return CheckedSentences(sentences)
 
 
 def index_rows(sentences: Sequence[Sequence[str]], with_boundaries: bool) -> Tuple[List[str], numpy.ndarray, List[int]]:
@@ -103,4 +110,7 @@ def reverse_index(lengths: Sequence[int], time: int) -> torch.Tensor:
     return torch.from_numpy(index)
 
 
-__all__ = ["BiLMOutput", "BOS_ROW", "EOS_ROW", "check_sentences", "index_rows", "reverse_index", "stack_layers"]
+__all__ = [
+    "BiLMOutput", "BOS_ROW", "EOS_ROW", "CheckedSentences", "check_sentences", "index_rows", "reverse_index",
+    "stack_layers",
+]

@@ -11,10 +11,11 @@ from typing import Iterator
 
 
 @contextmanager
-def waiting_lock(path: Path, waiting: str) -> Iterator[None]:
+def waiting_lock(path: Path, waiting: str) -> Iterator[bool]:
     """Hold the file lock `path` for the block; where another process holds it, print `waiting` (to
     stderr) and wait for it. Where the file system has no locks (no flock), the block runs unlocked:
-    the callers' renames still keep their entries whole."""
+    the callers' renames still keep their entries whole. Yields whether the lock is held (only then
+    may the block take what another writer left behind as abandoned)."""
     from filelock import FileLock, Timeout
 
     lock = FileLock(str(path))
@@ -25,10 +26,10 @@ def waiting_lock(path: Path, waiting: str) -> Iterator[None]:
             print(waiting, file=sys.stderr, flush=True)
             lock.acquire()
     except OSError:
-        yield
+        yield False
         return
     try:
-        yield
+        yield True
     finally:
         lock.release()
 

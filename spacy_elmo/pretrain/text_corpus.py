@@ -30,11 +30,12 @@ import json
 import zlib
 from collections import Counter
 from pathlib import Path
-from typing import Any, Callable, Dict, Iterable, Iterator, List, Optional, Sequence, TextIO, Union
+from typing import Any, Dict, Iterable, Iterator, List, Optional, Sequence, TextIO, Union
 
 from tqdm import tqdm
 
 from ..io.atomic import atomic_path
+from ..io.file_lock import waiting_lock
 
 PathLike = Union[str, Path]
 _CACHE_VERSION = 2  # 2: segments as JSON lists (1: tokens joined by spaces)
@@ -304,14 +305,17 @@ class TokenizedCorpus:
         max_length: int = 64,
         max_segments: int = 0,
         progress: bool = True,
-        on_tokenize: Optional[Callable[[int], None]] = None,
         part: int = 0,
         parts: int = 1,
         tokenizer: str = "spacy",
     ) -> "TokenizedCorpus":
         """Tokenize `paths` into the cache (once) and return it. With `parts` > 1, only the
         share `part` of `parts` (see the module docstring), which may be empty; otherwise
-        a corpus without tokens is a ValueError. `tokenizer` is one of `TOKENIZERS`."""
+        a corpus without tokens is a ValueError. `tokenizer` is one of `TOKENIZERS`.
+
+        Runs sharing `cache_dir` tokenize an input once: under a file lock per cache entry, one
+        tokenizes and the others say they wait, then read its cache; the holder first deletes the
+        temporary files that a run killed while tokenizing left (where the file system has locks)."""
         if tokenizer not in TOKENIZERS:
             raise ValueError(f"tokenizer {tokenizer!r}: choose one of {TOKENIZERS}")
         files = _expand(paths)
@@ -323,45 +327,75 @@ class TokenizedCorpus:
         if info_file.is_file():
             return cls(cache_file, counts_file, json.loads(info_file.read_text()))
         cache_dir.mkdir(parents=True, exist_ok=True)
-        counts: Counter = Counter()
-        n_segments = n_tokens = 0
-        names = ", ".join(f.name for f in files)
-        bar = tqdm(desc=f"tokenizing {names}", unit=" tok", unit_scale=True, disable=not progress)
-        try:
-            with atomic_path(cache_file) as tmp, gzip.open(tmp, "wt", encoding="utf-8", compresslevel=3) as out:
-                for tokens in _tokenized_lines(files, lang, part=part, parts=parts, tokenizer=tokenizer):
-                    for segment in split_long(tokens, max_length):
-                        # as JSON: a `.spacy` token may hold a space (a Vietnamese word from UD), and
-                        # every other path (`perplexity`, the component, `embed`) reads it with the space
-                        out.write(json.dumps(segment, ensure_ascii=False) + "\n")
-                        counts.update(segment)
-                        n_segments += 1
-                        n_tokens += len(segment)
-                        bar.update(len(segment))
-                        if max_segments and n_segments >= max_segments:
-                            break
+        lock = cache_dir.parent / f".{key}.lock"
+        waiting = f"tokenized corpus: another run is tokenizing into {cache_dir}; waiting for it"
+        with waiting_lock(lock, waiting) as locked:
+            if info_file.is_file():  # tokenized by the run this one waited for
+                return cls(cache_file, counts_file, json.loads(info_file.read_text()))
+            if locked:  # no other run writes here: what a killed one left is abandoned
+                for abandoned in cache_dir.glob(".*.tmp"):
+                    abandoned.unlink(missing_ok=True)
+            info = _tokenize(
+                files, cache_file, counts_file, lang, max_length, max_segments, progress, part, parts, tokenizer
+            )
+            with atomic_path(info_file) as tmp:  # written last: the cache is complete
+                tmp.write_text(json.dumps(info, indent=2))
+        # complete: a later run finds it before it locks, and one waiting on this file finds it under the lock
+        lock.unlink(missing_ok=True)
+        return cls(cache_file, counts_file, info)
+
+
+def _tokenize(
+    files: Sequence[Path],
+    cache_file: Path,
+    counts_file: Path,
+    lang: str,
+    max_length: int,
+    max_segments: int,
+    progress: bool,
+    part: int,
+    parts: int,
+    tokenizer: str,
+) -> Dict[str, Any]:
+    """Write the segments and the word counts of `files` (or of their share `part` of `parts`) to the
+    cache, each file complete or not at all, and return the cache's info record (not yet written)."""
+    counts: Counter = Counter()
+    n_segments = n_tokens = 0
+    names = ", ".join(f.name for f in files)
+    bar = tqdm(desc=f"tokenizing {names}", unit=" tok", unit_scale=True, disable=not progress)
+    try:
+        with atomic_path(cache_file) as tmp, gzip.open(tmp, "wt", encoding="utf-8", compresslevel=3) as out:
+            for tokens in _tokenized_lines(files, lang, part=part, parts=parts, tokenizer=tokenizer):
+                for segment in split_long(tokens, max_length):
+                    # as JSON: a `.spacy` token may hold a space (a Vietnamese word from UD), and
+                    # every other path (`perplexity`, the component, `embed`) reads it with the space
+                    out.write(json.dumps(segment, ensure_ascii=False) + "\n")
+                    counts.update(segment)
+                    n_segments += 1
+                    n_tokens += len(segment)
+                    bar.update(len(segment))
                     if max_segments and n_segments >= max_segments:
                         break
-                if n_segments == 0 and parts == 1:
-                    raise ValueError(f"no tokens found in {[str(f) for f in files]}")
-        finally:
-            bar.close()
-        with atomic_path(counts_file) as tmp, gzip.open(tmp, "wt", encoding="utf-8") as handle:
-            json.dump(dict(counts), handle)
-        info = {
-            "files": [str(f) for f in files],
-            "lang": lang,
-            "tokenizer": tokenizer,
-            "max_length": max_length,
-            "segments": n_segments,
-            "tokens": n_tokens,
-            "types": len(counts),
-            "version": _CACHE_VERSION,
-            **({"part": part, "parts": parts} if parts > 1 else {}),
-        }
-        with atomic_path(info_file) as tmp:  # written last: the cache is complete
-            tmp.write_text(json.dumps(info, indent=2))
-        return cls(cache_file, counts_file, info)
+                if max_segments and n_segments >= max_segments:
+                    break
+            if n_segments == 0 and parts == 1:
+                raise ValueError(f"no tokens found in {[str(f) for f in files]}")
+    finally:
+        bar.close()
+    with atomic_path(counts_file) as tmp, gzip.open(tmp, "wt", encoding="utf-8") as handle:
+        json.dump(dict(counts), handle)
+    info = {
+        "files": [str(f) for f in files],
+        "lang": lang,
+        "tokenizer": tokenizer,
+        "max_length": max_length,
+        "segments": n_segments,
+        "tokens": n_tokens,
+        "types": len(counts),
+        "version": _CACHE_VERSION,
+        **({"part": part, "parts": parts} if parts > 1 else {}),
+    }
+    return info
 
 
 def _cache_key(

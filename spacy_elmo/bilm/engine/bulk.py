@@ -16,7 +16,7 @@ from typing import TYPE_CHECKING, Any, Callable, Dict, Iterable, Iterator, List,
 import numpy
 import torch
 
-from ..layout import check_sentences
+from ..layout import CheckedSentences, check_sentences
 
 if TYPE_CHECKING:
     from ..language_model import LanguageModel
@@ -118,7 +118,7 @@ def embed_batches(
             # two generators left suspended ended those regions out of order, leaving gradients off
             # ("float32" turns autocast off, also inside a caller's autocast region)
             with torch.no_grad(), torch.autocast(bilm.device.type, dtype=dtype, enabled=dtype is not None):
-                output = bilm([sentences[distinct[k][0]] for k in batch])
+                output = bilm(CheckedSentences(sentences[distinct[k][0]] for k in batch))
                 layers = output.layers.float().cpu().numpy()
             indices, arrays = [], []
             for row, (k, n) in enumerate(zip(batch, output.lengths.tolist())):

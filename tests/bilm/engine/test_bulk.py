@@ -3,8 +3,9 @@
 That batching changes no bit is tests/regression/test_batch_invariance.py.
 """
 import numpy
+import pytest
 
-from spacy_elmo.bilm import length_sorted_batches
+from spacy_elmo.bilm import layout, length_sorted_batches
 
 
 def test_repeated_sentences_are_computed_once_and_each_gets_its_own_array(allennlp_bilm, ewt_sentences, monkeypatch):
@@ -26,6 +27,28 @@ def test_repeated_sentences_are_computed_once_and_each_gets_its_own_array(allenn
     assert out[0] is not out[3] and out[3] is not out[6] and out[1] is not out[4]
     out[3][:] = 0.0  # writing into one occurrence leaves the others alone
     assert out[0].any() and out[6].any()
+
+
+def test_embed_checks_its_input_once_not_again_per_batch(allennlp_bilm, ewt_sentences, monkeypatch):
+    """Each token's type is tested once per `embed`: the batches' forwards get sentences already checked
+    (a second check per batch cost about 110 ns a token), and a bad token is still found before any work."""
+    tested = []
+    isinstance_ = isinstance
+
+    def counting_isinstance(obj, types):
+        if types is str:
+            tested.append(obj)
+        return isinstance_(obj, types)
+
+    monkeypatch.setitem(layout.check_sentences.__globals__, "isinstance", counting_isinstance)
+    sentences = [list(s) for s in ewt_sentences[:40]]
+    out = allennlp_bilm.embed(sentences, batch_tokens=64)
+    assert [len(a[0]) for a in out] == [len(s) for s in sentences]
+    assert len(tested) == sum(len(s) for s in sentences)
+    forward_call = allennlp_bilm([sentences[0]])  # a direct call is still checked
+    assert forward_call.layers.shape[2] == len(sentences[0])
+    with pytest.raises(TypeError, match="a token must be a str"):
+        allennlp_bilm.embed(sentences + [["fine", 3]])
 
 
 def test_length_sorted_batches_cover_everything_once():
