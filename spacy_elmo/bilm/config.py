@@ -185,10 +185,19 @@ class BiLMConfig:
 
     @classmethod
     def from_dict(cls, data: Dict[str, Any], source: str = "config") -> "BiLMConfig":
+        """The config `to_dict` wrote (a native model's elmo.json, a serialized pipeline). Every setting
+        it has always written is required: a default in place of a missing one (tanh for relu, no
+        clipping for 3.0) loaded without a word and moved the vectors by up to thousands."""
         known = set(cls.__dataclass_fields__)
         unknown = sorted(set(data) - known)
         if unknown:
             raise OptionsError(f"{source}: unknown biLM setting(s) {unknown}; known: {sorted(known)}")
+        missing = [name for name in cls.__dataclass_fields__ if name not in data and name not in _ADDED_SETTINGS]
+        if missing:
+            raise OptionsError(
+                f"{source}: missing biLM setting(s) {missing} (the file was edited or cut: every model "
+                "this package writes has them)"
+            )
         try:
             return cls(**data)
         except TypeError as err:  # a missing or unexpected argument
@@ -202,6 +211,11 @@ _INT_FIELDS = (
     "max_characters_per_token", "n_tokens_vocab", "word_table_rows", "word_table_dim", "word_table_specials",
 )
 _BOOL_FIELDS = ("use_skip_connections", "use_character_inputs", "word_table_trainable")
+# settings that models written before them lack, which the defaults describe exactly (no word table,
+# byte characters); dropout only trains
+_ADDED_SETTINGS = (
+    "characters", "word_table_rows", "word_table_dim", "word_table_specials", "word_table_trainable", "dropout",
+)
 
 
 __all__ = ["BiLMConfig", "OptionsError"]

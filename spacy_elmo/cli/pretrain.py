@@ -44,8 +44,7 @@ def pretrain_cli(
     --init-from embedded, the shipped biLM) in a new run. Under
     torchrun, each process trains on its share of the batches
     (DistributedDataParallel). SIGINT/SIGTERM write a checkpoint and stop
-    (exit status 130/143);
-    --resume continues exactly where it left off.
+    (exit status 130/143); --resume continues exactly where it left off.
     """
     from ..pretrain import Interrupted, SettingsError, load_config, pretrain
     from ..pretrain.checkpoint import CheckpointError
@@ -75,6 +74,11 @@ def pretrain_cli(
         raise typer.Exit(SIGNAL_EXIT.get(err.signal or "SIGINT", SIGNAL_EXIT["SIGINT"]))
     except (SettingsError, CheckpointError, FileNotFoundError, ValueError, SpacyRequired) as err:
         fail(str(err))
+    except OSError as err:  # an output that cannot be written: a full disk, a read-only file system
+        fail(
+            f"{err.filename or output}: cannot write ({err.strerror or err}); what was saved before is intact: "
+            "make room (or fix the permissions), then run again with --resume to continue from the last checkpoint"
+        )
     dev = result.get("dev")
     msg.good(f"Trained {result['step']} steps on {result['tokens']:,} tokens in {result['elapsed_s']:.0f}s")
     if dev:

@@ -12,12 +12,16 @@ and commits:
 after a power loss the target is the old file or the new one. On an error
 inside the block the temporary file is removed and the target is untouched.
 A process killed mid-write leaves only the hidden `.NAME.PID-TOKEN.tmp` behind.
+
+Files that belong together are written with `staged_files`: all of them to
+their temporary names first, then renamed, so that a save over an older one
+failing partway (a full disk) leaves the older one whole.
 """
 import os
 import secrets
 from contextlib import contextmanager
 from pathlib import Path
-from typing import Iterator, Union
+from typing import Any, Callable, Iterator, List, Tuple, Union
 
 PathLike = Union[str, Path]
 
@@ -47,14 +51,67 @@ def atomic_path(path: PathLike) -> Iterator[Path]:
     tmp = temporary_path(path)
     try:
         yield tmp
-        # the permissions open() would give: some writers (safetensors) create private files
-        umask = os.umask(0)
-        os.umask(umask)
-        os.chmod(tmp, 0o666 & ~umask)
+        _usual_permissions(tmp)
         commit(tmp, path)
     finally:
         if tmp.exists():
             tmp.unlink()
+
+
+class StagedFiles:
+    """The files of one save, written under temporary names (`write`), and the files it drops (`remove`)."""
+
+    def __init__(self) -> None:
+        self.written: List[Tuple[Path, Path]] = []
+        self.removed: List[Path] = []
+
+    def write(self, path: PathLike, writer: Callable[[Path], Any]) -> Path:
+        """Call `writer` on the temporary name of `path` and return that name (to read back, say for a
+        checksum, before the commit)."""
+        tmp = temporary_path(path)
+        self.written.append((tmp, Path(path)))
+        try:
+            writer(tmp)
+        except OSError as err:  # named by the file it was for, not the hidden temporary one
+            if err.filename is None or Path(err.filename) == tmp:
+                err.filename = str(path)
+            raise
+        return tmp
+
+    def remove(self, path: PathLike) -> None:
+        self.removed.append(Path(path))
+
+
+@contextmanager
+def staged_files() -> Iterator[StagedFiles]:
+    """Several files that belong together (a model's weights, vocabulary and metadata), each written to
+    its temporary name in the block, then all renamed over their targets in the order written, then the
+    removed ones deleted. A failure while writing (a full disk) leaves every old file as it was: a model
+    saved over another is the old one whole, or the new one. Only a crash amid the renames, which take
+    microseconds, could mix them, and checksums recorded with the files find that."""
+    stage = StagedFiles()
+    try:
+        yield stage
+        for tmp, _ in stage.written:
+            _usual_permissions(tmp)
+            fsync(tmp, os.O_RDONLY)
+        for tmp, path in stage.written:
+            os.replace(tmp, path)
+        for path in stage.removed:
+            path.unlink(missing_ok=True)
+        for directory in {path.parent for _, path in stage.written}:
+            _fsync_directory(directory)
+    finally:
+        for tmp, _ in stage.written:
+            if tmp.exists():
+                tmp.unlink()
+
+
+def _usual_permissions(path: Path) -> None:
+    """The permissions open() would give: some writers (safetensors) create private files."""
+    umask = os.umask(0)
+    os.umask(umask)
+    os.chmod(path, 0o666 & ~umask)
 
 
 def commit(written: PathLike, path: PathLike) -> None:
@@ -62,8 +119,12 @@ def commit(written: PathLike, path: PathLike) -> None:
     written, path = Path(written), Path(path)
     fsync(written, os.O_RDONLY)
     os.replace(written, path)
+    _fsync_directory(path.parent)
+
+
+def _fsync_directory(directory: Path) -> None:
     try:
-        fsync(path.parent, os.O_RDONLY | getattr(os, "O_DIRECTORY", 0))
+        fsync(directory, os.O_RDONLY | getattr(os, "O_DIRECTORY", 0))
     except OSError:
         pass  # directories cannot be opened or synced everywhere (Windows); the rename stands
 
@@ -77,4 +138,4 @@ def fsync(path: Path, flags: int) -> None:
         os.close(fd)
 
 
-__all__ = ["atomic_path", "commit", "temporary_path", "fsync"]
+__all__ = ["StagedFiles", "atomic_path", "commit", "staged_files", "temporary_path", "fsync"]

@@ -7,8 +7,9 @@
     token_vocab.json     the token layer's word-table vocabulary and character dictionary (optional)
     softmax.safetensors  the LM head (optional; only perplexity and further training need it)
 
-Files are written to a temporary name and renamed, so a crash never leaves a
-half-written model behind under the real name.
+All files are written to temporary names first and then renamed, so a crash
+never leaves a half-written model behind under the real name, and a save over
+an older model that fails partway (a full disk) leaves the older one whole.
 
 The same files also travel as one blob of bytes (`save_native_bytes`,
 `load_native_bytes`), which is how a spaCy pipeline serializes its biLM:
@@ -24,8 +25,11 @@ included), so the blob and the directory are one format with one version;
 a blob whose bytes changed or were cut short fails its digest and is a
 `WeightsError` before anything in it is parsed.
 """
+import errno
 import hashlib
 import json
+import os
+import re
 import struct
 import tempfile
 from dataclasses import dataclass, field
@@ -38,7 +42,7 @@ from ..bilm.config import BiLMConfig, OptionsError
 from ..bilm.language_model import LanguageModel, SoftmaxHead
 from ..bilm.model import BiLM
 from ..bilm.vocab import Vocabulary
-from .atomic import atomic_path
+from .atomic import StagedFiles, staged_files
 from .checksum import sha256_file
 from .errors import DamagedFileError, WeightsError
 from .token_vocabularies import VOCABULARIES_FILE, load_token_vocabularies, save_token_vocabularies
@@ -95,7 +99,10 @@ def save_native(
     from .layouts import check_can_write  # layouts reads this module's file names
 
     check_can_write(directory, "native")
-    return _write_native(Path(directory), bilm, vocab, head, metadata, storage_dtype, table_dtype, _atomic)
+    # staged: a save over an older model that fails partway (a full disk) leaves the older one whole,
+    # where one file at a time left the new weights beside the old elmo.json (the trainer's model-best)
+    with staged_files() as stage:
+        return _write_native(Path(directory), bilm, vocab, head, metadata, storage_dtype, table_dtype, stage)
 
 
 def _write_native(
@@ -106,11 +113,11 @@ def _write_native(
     metadata: Optional[Dict[str, Any]],
     storage_dtype: str,
     table_dtype: Optional[str],
-    commit: Callable[[Path, Callable[[Path], Any]], None],
+    files: "Union[StagedFiles, _InPlace]",
 ) -> Path:
-    """The native files in `directory`, each written through `commit(path, writer)`, elmo.json last."""
-    from safetensors.torch import save_file
-
+    """The native files in `directory`, each written through `files.write(path, writer)` (which returns
+    where it wrote, to read back for its checksum), elmo.json last; the files it drops through
+    `files.remove`."""
     for name in (storage_dtype, table_dtype or storage_dtype):
         if name not in STORAGE_DTYPES:
             raise ValueError(f"storage_dtype / table_dtype must be one of {sorted(STORAGE_DTYPES)}, got {name!r}")
@@ -124,23 +131,22 @@ def _write_native(
     bilm_state = _contiguous(bilm.state_dict(), dtype, overrides)
     head_state = _contiguous(head.state_dict(), dtype) if head is not None else None
     directory.mkdir(parents=True, exist_ok=True)
-    commit(directory / BILM_FILE, lambda p: save_file(bilm_state, str(p)))
+    written = {BILM_FILE: files.write(directory / BILM_FILE, lambda p: _save_safetensors(bilm_state, p))}
     if vocab is not None:
-        commit(directory / VOCAB_FILE, lambda p: vocab.to_file(p))
+        written[VOCAB_FILE] = files.write(directory / VOCAB_FILE, lambda p: vocab.to_file(p))
     token_vocab = bilm.word_table_vocab is not None or bilm.char_dictionary is not None
     if token_vocab:
-        commit(
+        written[VOCABULARIES_FILE] = files.write(
             directory / VOCABULARIES_FILE,
             lambda p: save_token_vocabularies(p, bilm.word_table_vocab, bilm.char_dictionary),
         )
     else:
-        (directory / VOCABULARIES_FILE).unlink(missing_ok=True)
+        files.remove(directory / VOCABULARIES_FILE)
     if head_state is not None:
-        commit(directory / SOFTMAX_FILE, lambda p: save_file(head_state, str(p)))
+        written[SOFTMAX_FILE] = files.write(directory / SOFTMAX_FILE, lambda p: _save_safetensors(head_state, p))
     else:
-        (directory / SOFTMAX_FILE).unlink(missing_ok=True)
-    listed = [BILM_FILE, SOFTMAX_FILE, VOCABULARIES_FILE] + ([VOCAB_FILE] if vocab is not None else [])
-    checksums = {name: sha256_file(directory / name) for name in listed if (directory / name).exists()}
+        files.remove(directory / SOFTMAX_FILE)
+    checksums = {name: sha256_file(path) for name, path in written.items()}
     meta = {
         "format": FORMAT_NAME,
         "format_version": FORMAT_VERSION,
@@ -152,7 +158,7 @@ def _write_native(
         "sha256": checksums,
         "metadata": metadata or {},
     }
-    commit(directory / META_FILE, lambda p: p.write_text(json.dumps(meta, indent=2) + "\n", encoding="utf-8"))
+    files.write(directory / META_FILE, lambda p: p.write_text(json.dumps(meta, indent=2) + "\n", encoding="utf-8"))
     return directory
 
 
@@ -171,7 +177,7 @@ def save_native_bytes(
     cannot drift apart.
     """
     with tempfile.TemporaryDirectory(prefix="spacy-elmo-") as tmp:
-        directory = _write_native(Path(tmp), bilm, vocab, head, metadata, storage_dtype, table_dtype, _direct)
+        directory = _write_native(Path(tmp), bilm, vocab, head, metadata, storage_dtype, table_dtype, _InPlace())
         meta = json.loads((directory / META_FILE).read_text(encoding="utf-8"))
         files = [(name, (directory / name).read_bytes()) for name in _listed_files(meta)]
     header = {
@@ -253,7 +259,12 @@ def _listed_files(meta: Dict[str, Any]) -> List[str]:
 
 def _check_version(meta: Dict[str, Any], source: Union[str, Path]) -> None:
     version = meta.get("format_version")
-    if not isinstance(version, int) or version > FORMAT_VERSION or version < 1:
+    if not isinstance(version, int) or isinstance(version, bool) or version < 1:
+        raise WeightsError(
+            f"{source}: format_version {version!r} is not a format version (an integer from 1; this package "
+            f"writes {FORMAT_VERSION}): the file was edited or damaged, so save or convert the model again"
+        )
+    if version > FORMAT_VERSION:
         raise WeightsError(
             f"{source}: format_version {version!r} is not supported by this spacy-elmo (it reads versions "
             f"1..{FORMAT_VERSION}); upgrade spacy-elmo to load this model"
@@ -420,14 +431,29 @@ def _contiguous(
     return out
 
 
-def _atomic(path: Path, write: Callable[[Path], Any]) -> None:
-    with atomic_path(path) as tmp:
-        write(tmp)
+class _InPlace:
+    """`StagedFiles`' calls, written in place: for a temporary directory nobody reads before it is complete."""
+
+    def write(self, path: Path, writer: Callable[[Path], Any]) -> Path:
+        writer(path)
+        return path
+
+    def remove(self, path: Path) -> None:
+        path.unlink(missing_ok=True)
 
 
-def _direct(path: Path, write: Callable[[Path], Any]) -> None:
-    """Write in place: for a temporary directory that nobody reads before it is complete."""
-    write(path)
+def _save_safetensors(state: Dict[str, torch.Tensor], path: Path) -> None:
+    """safetensors' `save_file`; its failure to write (a full disk: a `SafetensorError`, which is no
+    OSError, so commands showed a traceback) as the OSError it reports, naming the file."""
+    from safetensors import SafetensorError
+    from safetensors.torch import save_file
+
+    try:
+        save_file(state, str(path))
+    except SafetensorError as err:
+        found = re.search(r"os error (\d+)", str(err))
+        code = int(found.group(1)) if found else errno.EIO
+        raise OSError(code, os.strerror(code) if found else " ".join(str(err).split()), str(path)) from None
 
 
 __all__ = [

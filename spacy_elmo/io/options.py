@@ -76,7 +76,9 @@ def _char_cnn_settings(char_cnn: Dict[str, Any], source: str) -> Dict[str, Any]:
     _check_keys(
         char_cnn,
         _CHAR_CNN_KEYS,
-        {"embedding", "filters", "n_highway", "max_characters_per_token"},
+        # activation too: bilm-tf and AllenNLP read it without a default, and a guess (tanh for a relu
+        # model, as every published one is) loaded without a word and moved the vectors by up to 2.9
+        {"embedding", "filters", "n_highway", "max_characters_per_token", "activation"},
         f"{source} [char_cnn]",
     )
     embedding = char_cnn["embedding"]
@@ -91,7 +93,7 @@ def _char_cnn_settings(char_cnn: Dict[str, Any], source: str) -> Dict[str, Any]:
         char_embedding_dim=_int(embedding, "dim", source),
         n_characters=char_cnn.get("n_characters", 262),  # BiLMConfig checks its type
         max_characters_per_token=_int(char_cnn, "max_characters_per_token", source),
-        activation=char_cnn.get("activation", "tanh"),
+        activation=char_cnn["activation"],
     )
 
 

@@ -23,7 +23,7 @@ from ..bilm.config import BiLMConfig, OptionsError
 from ..bilm.model import BiLM
 from ..bilm.token_encoder import CharCNNEncoder, WordEncoder
 from ..bilm.vocab import Vocabulary
-from .atomic import atomic_path
+from .atomic import staged_files
 from .errors import DamagedFileError, WeightsError
 from .gate_order import INTERNAL_TO_TF, TF_TO_INTERNAL, permute_gates
 from .layouts import check_can_write
@@ -221,15 +221,14 @@ def export_published(model: BiLM, directory: PathLike, vocab_name: str = "vocab.
             for name, array in arrays.items():
                 f.create_dataset(name, data=array)
 
-    # each file complete or absent; the options last, so a directory with them holds their weights
-    options_path.unlink(missing_ok=True)
-    with atomic_path(weights_path) as tmp:
-        write_weights(tmp)
-    if model.input_vocab is not None:
-        with atomic_path(directory / vocab_name) as tmp:
-            model.input_vocab.to_file(tmp)
-    with atomic_path(options_path) as tmp:
-        tmp.write_text(json.dumps(options, indent=2) + "\n", encoding="utf-8")
+    # all written before any is renamed, the options last: an export over an older one that fails
+    # partway (a full disk) leaves the older one whole, where deleting its options first lost it
+    with staged_files() as stage:
+        stage.write(weights_path, write_weights)
+        if model.input_vocab is not None:
+            input_vocab = model.input_vocab
+            stage.write(directory / vocab_name, lambda tmp: input_vocab.to_file(tmp))
+        stage.write(options_path, lambda tmp: tmp.write_text(json.dumps(options, indent=2) + "\n", encoding="utf-8"))
     return options_path, weights_path
 
 

@@ -19,6 +19,7 @@ previous checkpoint is untouched and the error is reported.
 """
 import random
 import re
+import shutil
 from pathlib import Path
 from typing import Any, Callable, Dict, Optional, Tuple
 
@@ -78,7 +79,18 @@ def save_checkpoint(path: Path, state: Dict[str, Any]) -> None:
             fault_point("checkpoint.write")
     except (OSError, RuntimeError) as err:
         previous = "the previous checkpoint is intact" if path.exists() else "no earlier checkpoint exists"
-        raise CheckpointError(f"{path}: could not write the checkpoint ({err}); {previous}") from err
+        raise CheckpointError(
+            f"{path}: could not write the checkpoint ({' '.join(str(err).split())}{_free_space(path.parent)}); "
+            f"{previous}"
+        ) from err
+
+
+def _free_space(directory: Path) -> str:
+    """", N MB free on its disk": torch reports a full disk as "unexpected pos 668928 vs 668816"."""
+    try:
+        return f"; {shutil.disk_usage(directory).free / 2**20:,.1f} MB free on its disk"
+    except OSError:
+        return ""
 
 
 def load_checkpoint(path: Path) -> Dict[str, Any]:
