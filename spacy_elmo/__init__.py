@@ -9,11 +9,15 @@
 The biLM itself (`spacy_elmo.bilm`) and the weight formats (`spacy_elmo.io`)
 work without spaCy; the component and layers are imported on first use.
 """
-from typing import Any
+from typing import TYPE_CHECKING, Any, List
 
 from .about import __version__
 from .bilm import BiLM, BiLMConfig
 from .io import WeightsError, load_bilm, load_model
+
+if TYPE_CHECKING:  # the lazy names' types, for type checkers (at run time they load on first use)
+    from .layers import ElmoBiLM, ElmoListener, ElmoTok2Vec, ScalarMix  # noqa: F401
+    from .pipeline import Elmo  # noqa: F401
 
 _LAZY = {
     "Elmo": "spacy_elmo.pipeline",
@@ -30,6 +34,10 @@ def __getattr__(name: str) -> Any:
 
         return getattr(importlib.import_module(_LAZY[name]), name)
     raise AttributeError(f"module 'spacy_elmo' has no attribute {name!r}")
+
+
+def __dir__() -> List[str]:
+    return sorted(set(globals()) | set(_LAZY))
 
 
 __all__ = ["__version__", "BiLM", "BiLMConfig", "WeightsError", "load_bilm", "load_model", *_LAZY]

@@ -88,7 +88,10 @@ def embed_cli(
         "strict", "--encoding-errors",
         help="strict: stop at the first line that is not UTF-8; replace: read bad bytes as U+FFFD",
     ),
-    gpu_id: int = typer.Option(-1, "--gpu-id", "-g", help="GPU to use (-1: CPU; under torchrun: LOCAL_RANK)"),
+    gpu_id: int = typer.Option(
+        -1, "--gpu-id", "-g",
+        help="GPU to use (-1: CPU; under torchrun with CUDA: LOCAL_RANK's, CUDA_VISIBLE_DEVICES= for the CPU)",
+    ),
     quiet: bool = typer.Option(False, "--quiet", "-q", help="No progress bar"),
 ) -> None:
     """Embed every unit of INPUT into OUTPUT (the reference `elmo` dump layout, or Parquet).

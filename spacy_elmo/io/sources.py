@@ -153,7 +153,7 @@ def resolve_source(
     for `load_model` to refuse).
 
     `cache` overrides `$SPACY_ELMO_CACHE`; `progress` shows a progress bar
-    while downloading; `refresh` fetches (or unpacks) it again even where the
+    on stderr while downloading, where stderr is a terminal; `refresh` fetches (or unpacks) it again even where the
     cache has it, replacing the entry once the new copy loads (a damaged
     entry's remedy). Raises `WeightsError` for anything that cannot give a
     loadable model.
@@ -316,7 +316,7 @@ def _download(file: CatalogueFile, destination: Path, progress: bool) -> Path:
     logger = pooch.get_logger()
     level = logger.level
     logger.setLevel(logging.WARNING)  # pooch's INFO lines (and its hint to pin a hash) are noise here
-    bar = _progress_bar(destination.name) if progress else None
+    bar = _progress_bar(destination.name) if progress and _interactive(sys.stderr) else None
     downloader = pooch.HTTPDownloader(progressbar=bar if bar is not None else False, timeout=DOWNLOAD_TIMEOUT)
     try:
         fetched = pooch.retrieve(
@@ -356,6 +356,15 @@ def _download_failure(url: str, err: Exception) -> str:
         message += (f"; on a machine without network, copy a cache filled by `python -m spacy_elmo download` "
                     f"and point {CACHE_ENV} at it")
     return message
+
+
+def _interactive(stream: Any) -> bool:
+    """Whether `stream` is a terminal: a bar written to a log or a pipe is a run of carriage-return
+    frames (and a library call's output nobody asked for), so only a terminal gets one."""
+    try:
+        return bool(stream is not None and stream.isatty())
+    except (AttributeError, ValueError):  # no isatty, or a closed stream
+        return False
 
 
 def _progress_bar(name: str) -> Any:

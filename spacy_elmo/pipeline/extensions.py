@@ -25,7 +25,7 @@ kept beside the rows and compared where rows are read (a merge and a split
 in one `retokenize()` block leave the length as it was).
 """
 import weakref
-from typing import Any, Dict, List, Optional, Tuple, cast
+from typing import Any, Callable, Dict, List, Optional, Tuple, cast
 
 import numpy
 import numpy.typing
@@ -138,14 +138,18 @@ def _as_array(value: Any, what: str) -> numpy.ndarray:
     a torch tensor) copied to the host, a nested list converted to float32; anything else is a
     ValueError. The doc keeps numpy arrays only: `DocBin` and `Doc.to_bytes` serialize them, and the
     vectors are computed with numpy (a cupy array kept as it was failed in both)."""
-    if isinstance(value, numpy.ndarray):
-        return value
-    if hasattr(value, "ndim") and hasattr(value, "shape"):
+    if not isinstance(value, numpy.ndarray) and hasattr(value, "ndim") and hasattr(value, "shape"):
         if hasattr(value, "detach"):  # a torch tensor, maybe on a GPU, maybe in a type numpy lacks
             value = value.detach().cpu()
             if str(value.dtype) == "torch.bfloat16":
                 value = value.float()
-        return to_numpy(value)
+        value = to_numpy(value)
+    if isinstance(value, numpy.ndarray):
+        if value.dtype.kind == "f":
+            return value
+        if value.dtype.kind in "biu":  # integers and booleans as the float32 they stand for
+            return value.astype(numpy.float32)
+        raise ValueError(f"{what} must be an array of floats, got one of dtype {value.dtype}")
     try:
         return numpy.asarray(value, dtype=numpy.float32)
     except (TypeError, ValueError) as err:
@@ -287,12 +291,25 @@ class ExtensionConflict(ValueError):
 def _extensions() -> List[Tuple[type, str, Dict[str, Any]]]:
     return [
         (Doc, "elmo", {"getter": get_doc_layers, "setter": set_doc_layers}),
-        (Doc, "elmo_vector", {"getter": _doc_vector}),
-        (Span, "elmo", {"getter": _span_layers}),
-        (Span, "elmo_vector", {"getter": _span_vector}),
-        (Token, "elmo", {"getter": _token_layers}),
-        (Token, "elmo_vector", {"getter": _token_vector}),
+        (Doc, "elmo_vector", {"getter": _doc_vector, "setter": _read_only("doc._.elmo_vector")}),
+        (Span, "elmo", {"getter": _span_layers, "setter": _read_only("span._.elmo")}),
+        (Span, "elmo_vector", {"getter": _span_vector, "setter": _read_only("span._.elmo_vector")}),
+        (Token, "elmo", {"getter": _token_layers, "setter": _read_only("token._.elmo")}),
+        (Token, "elmo_vector", {"getter": _token_vector, "setter": _read_only("token._.elmo_vector")}),
     ]
+
+
+def _read_only(attribute: str) -> Callable[[Any, Any], None]:
+    """A setter that refuses: without one, spaCy keeps an assigned value in `doc.user_data`, which the
+    getter never reads, so the assignment did nothing but travel with the doc."""
+
+    def refuse(obj: Any, value: Any) -> None:
+        raise AttributeError(
+            f"{attribute} is read-only: it is computed from doc._.elmo, which can be assigned (the layers of "
+            "every token, (L+1, len(doc), width))"
+        )
+
+    return refuse
 
 
 def _owner(cls: type, name: str) -> Optional[str]:

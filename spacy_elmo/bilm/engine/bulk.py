@@ -38,6 +38,7 @@ def embed(
     precision: str = "float32",
 ) -> List[numpy.ndarray]:
     """(L+1, n_tokens, width) float32 arrays, in input order (see `BiLM.embed`)."""
+    sentences = check_sentences(sentences)  # a generator is read once, here (its length is needed below)
     results: Dict[int, numpy.ndarray] = {}
     for indices, output in embed_batches(bilm, sentences, batch_tokens, max_batch_sentences, precision):
         results.update(zip(indices, output))
