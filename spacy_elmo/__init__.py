@@ -13,6 +13,7 @@ from typing import TYPE_CHECKING, Any, List
 
 from .about import __version__
 from .bilm import BiLM, BiLMConfig
+from .bilm.errors import SpacyElmoError
 from .io import WeightsError, load_bilm, load_model
 
 if TYPE_CHECKING:  # the lazy names' types, for type checkers (at run time they load on first use)
@@ -40,4 +41,4 @@ def __dir__() -> List[str]:
     return sorted(set(globals()) | set(_LAZY))
 
 
-__all__ = ["__version__", "BiLM", "BiLMConfig", "WeightsError", "load_bilm", "load_model", *_LAZY]
+__all__ = ["__version__", "BiLM", "BiLMConfig", "SpacyElmoError", "WeightsError", "load_bilm", "load_model", *_LAZY]

@@ -29,12 +29,14 @@ import signal
 from collections import Counter
 from typing import Dict, Optional, Tuple
 
+from .bilm.errors import SpacyElmoError
+
 VARIABLE = "SPACY_ELMO_FAULT"
 POINTS = ("embed.chunk", "pretrain.step", "checkpoint.write", "teacher_cache.batch")
 ACTIONS = ("kill", "term", "int", "enospc")
 
 
-class FaultSpecError(ValueError):
+class FaultSpecError(SpacyElmoError, ValueError):
     pass
 
 

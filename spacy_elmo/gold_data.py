@@ -18,10 +18,12 @@ from typing import Iterator, List, Optional, Tuple, Union
 from spacy.tokens import Doc, DocBin
 from spacy.vocab import Vocab
 
+from .bilm.errors import SpacyElmoError
+
 PathLike = Union[str, Path]
 
 
-class CorpusError(ValueError):
+class CorpusError(SpacyElmoError, ValueError):
     """A corpus file that cannot be read as its format; the message names the file and line."""
 
 

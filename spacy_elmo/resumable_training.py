@@ -72,6 +72,7 @@ import srsly
 import torch
 from wasabi import Printer
 
+from .bilm.errors import SpacyElmoError
 from .io.checksum import sha256_file
 from .pretrain.checkpoint import rng_state, set_rng_state
 
@@ -97,7 +98,7 @@ _OPTIMIZER_TABLES = ("mom1", "mom2", "averages")
 _OPTIMIZER_COUNTS = ("nr_update", "last_seen")
 
 
-class ResumeError(ValueError):
+class ResumeError(SpacyElmoError, ValueError):
     """An output directory that cannot be resumed: what is missing or does not match, and what to do."""
 
 
@@ -109,7 +110,7 @@ class ResumeWarning(UserWarning):
     """A run that resumes, but not exactly where it stopped (a training state from an older version)."""
 
 
-class TrainingSettingsError(ValueError):
+class TrainingSettingsError(SpacyElmoError, ValueError):
     """A [training] setting, time budget or corpus `train_resumable` cannot train with: one line naming it."""
 
 

@@ -10,8 +10,10 @@ from typing import Any, Dict, Optional, Tuple
 
 import numpy
 
+from .errors import SpacyElmoError
 
-class OptionsError(ValueError):
+
+class OptionsError(SpacyElmoError, ValueError):
     """options.json (or a native config) does not describe a valid biLM."""
 
 

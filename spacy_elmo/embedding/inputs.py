@@ -42,13 +42,15 @@ import os
 import re
 from typing import IO, Any, Callable, Dict, Iterator, List, NamedTuple, Optional, Sequence, Tuple
 
+from ..bilm.errors import SpacyElmoError
+
 FORMATS = ("text", "jsonl", "conllu", "spacy")
 ENCODING_ERRORS = ("strict", "replace")
 _EXTENSIONS = {".jsonl": "jsonl", ".ndjson": "jsonl", ".conllu": "conllu", ".spacy": "spacy"}  # and their .gz
 _UNIT_KEY = re.compile(r"^\d+(:\d+)?$")
 
 
-class DumpError(ValueError):
+class DumpError(SpacyElmoError, ValueError):
     """Bad input, output or settings for bulk embedding; the message names the file and line."""
 
 

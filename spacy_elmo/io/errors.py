@@ -1,7 +1,8 @@
 """Errors raised when a weight directory cannot be read or written."""
+from ..bilm.errors import SpacyElmoError
 
 
-class WeightsError(ValueError):
+class WeightsError(SpacyElmoError, ValueError):
     """A weight file is missing, unreadable, corrupted, or disagrees with its options.
 
     The message always names the file and, where one is to blame, the dataset.

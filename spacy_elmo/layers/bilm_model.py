@@ -32,6 +32,7 @@ from thinc.util import torch2xp, xp2torch
 
 from ..bilm.engine import backends
 from ..bilm.config import BiLMConfig
+from ..bilm.errors import SpacyElmoError
 from ..bilm.model import BiLM, length_sorted_batches
 from ..bilm.engine.weights_key import weights_key
 from .. import defaults
@@ -49,7 +50,7 @@ OutT = List[Floats3d]
 _FINETUNE_BATCH_SENTENCES = 256
 
 
-class ElmoNotReady(ValueError):
+class ElmoNotReady(SpacyElmoError, ValueError):
     """The biLM cannot produce meaningful layers yet (no weights loaded, or random ones frozen)."""
 
 

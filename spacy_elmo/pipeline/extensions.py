@@ -33,6 +33,8 @@ from spacy.attrs import IDX, LENGTH
 from spacy.tokens import Doc, Span, Token
 from thinc.util import to_numpy
 
+from ..bilm.errors import SpacyElmoError
+
 LAYERS_KEY = ("._.", "elmo", None, None)
 MIX_KEY = ("._.", "elmo_mix", None, None)
 MIXED_KEY = ("._.", "elmo_mixed", None, None)
@@ -52,7 +54,7 @@ def _user_data(doc: Doc) -> Dict[Any, Any]:
     return cast(Dict[Any, Any], doc.user_data)
 
 
-class RetokenizedError(ValueError):
+class RetokenizedError(SpacyElmoError, ValueError):
     """The doc's ELMo rows no longer match its tokens: it was retokenized after the `elmo` component ran."""
 
 
@@ -284,7 +286,7 @@ def _token_vector(token: Token) -> Optional[numpy.ndarray]:
     return mix_layers(layers[:, token.i], weights, gamma)
 
 
-class ExtensionConflict(ValueError):
+class ExtensionConflict(SpacyElmoError, ValueError):
     """Another package registered an extension attribute of the same name."""
 
 

@@ -26,11 +26,12 @@ from typing import Any, Callable, Dict, Optional, Tuple
 import numpy
 import torch
 
+from ..bilm.errors import SpacyElmoError
 from ..faults import fault_point
 from ..io.atomic import atomic_path
 
 
-class CheckpointError(RuntimeError):
+class CheckpointError(SpacyElmoError, RuntimeError):
     pass
 
 

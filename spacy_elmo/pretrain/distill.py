@@ -29,6 +29,7 @@ import numpy
 import torch
 from torch import nn
 
+from ..bilm.errors import SpacyElmoError
 from ..bilm.language_model import LanguageModel, LMBatch
 from ..bilm.lstm import LSTMState
 from .similarity import SameWordSimilarity
@@ -40,7 +41,7 @@ LOSS_CHOICES = ("regression", "similarity")
 PRECISIONS = ("auto", "bfloat16", "float32")
 
 
-class DistillError(ValueError):
+class DistillError(SpacyElmoError, ValueError):
     """The teacher cannot be loaded, or distillation does not fit the run."""
 
 

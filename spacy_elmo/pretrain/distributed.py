@@ -25,6 +25,7 @@ from typing import List, Optional
 import torch
 import torch.distributed as dist
 
+from ..bilm.errors import SpacyElmoError
 from .plot import read_log
 
 GPU_BACKEND = "cpu:gloo,cuda:nccl"
@@ -78,7 +79,7 @@ def backend_for(device: torch.device) -> str:
     return GPU_BACKEND if device.type == "cuda" else CPU_BACKEND
 
 
-class LaunchError(ValueError):
+class LaunchError(SpacyElmoError, ValueError):
     """The launcher's environment (WORLD_SIZE, RANK, LOCAL_RANK) is incomplete or malformed: a
     ValueError, so the commands say it in one line."""
 

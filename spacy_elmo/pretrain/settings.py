@@ -18,6 +18,8 @@ import srsly
 from confection import Config, ConfigValidationError, registry
 from pydantic import BaseModel, Field
 
+from ..bilm.errors import SpacyElmoError
+
 DEFAULT_CONFIG_STR = """
 [paths]
 train = null
@@ -284,7 +286,7 @@ SECTIONS: Dict[str, Any] = {
 }
 
 
-class SettingsError(ValueError):
+class SettingsError(SpacyElmoError, ValueError):
     """The pretraining config has an unknown, missing or invalid setting."""
 
 

@@ -34,6 +34,7 @@ from typing import Any, Dict, Iterable, Iterator, List, Optional, Sequence, Text
 
 from tqdm import tqdm
 
+from ..bilm.errors import SpacyElmoError
 from ..io.atomic import atomic_path
 from ..io.file_lock import waiting_lock
 
@@ -42,11 +43,11 @@ _CACHE_VERSION = 2  # 2: segments as JSON lists (1: tokens joined by spaces)
 TOKENIZERS = ("spacy", "whitespace")
 
 
-class SpacyRequired(ImportError):
+class SpacyRequired(SpacyElmoError, ImportError):
     """The data needs spaCy (its tokenizer, or a `.spacy` file) and spaCy is not installed."""
 
 
-class CorpusError(ValueError):
+class CorpusError(SpacyElmoError, ValueError):
     """A corpus file cannot be read to its end: a .gz cut short or not gzip at all, a read error."""
 
 
@@ -92,7 +93,7 @@ def _import_spacy(why: str) -> Any:
     return spacy
 
 
-class LanguageError(ValueError):
+class LanguageError(SpacyElmoError, ValueError):
     """spaCy has no language `lang`, or cannot build its tokenizer (a package it needs is missing)."""
 
 

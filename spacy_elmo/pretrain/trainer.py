@@ -33,6 +33,7 @@ import torch
 from confection import Config
 from tqdm import tqdm
 
+from ..bilm.errors import SpacyElmoError
 from ..bilm.language_model import LanguageModel, LMBatch
 from ..bilm.lstm import LSTMState
 from ..bilm.vocab import Vocabulary, WordTableVocabulary
@@ -73,7 +74,7 @@ class Interrupted(Exception):
         self.signal = signal
 
 
-class NonFiniteError(FloatingPointError, ValueError):
+class NonFiniteError(SpacyElmoError, FloatingPointError, ValueError):
     """The loss, the gradient or the weights became inf or NaN: training stopped before the
     step's update (the last checkpoint and model-best are untouched). A ValueError too, so
     the command line reports it in one line."""

@@ -20,6 +20,7 @@ from typing import Any, Dict, List, Mapping, Optional, Sequence, Tuple, Union
 import numpy
 import torch
 
+from ..bilm.errors import SpacyElmoError
 from ..bilm.vocab import TABLE_SPECIALS, WordTableVocabulary
 from ..io.atomic import atomic_path
 from ..io.checksum import sha256_file
@@ -34,7 +35,7 @@ FORMAT_VERSION = 1
 TABLE_DTYPES = ("float16", "float32")
 
 
-class WordTableError(ValueError):
+class WordTableError(SpacyElmoError, ValueError):
     """A word table directory is missing a file, or its files do not agree."""
 
 

@@ -84,3 +84,27 @@ def test_the_lazy_names_are_listed_and_typed():
     assert {"Elmo", "ElmoListener", "ScalarMix", "ElmoTok2Vec", "ElmoBiLM"} <= set(dir(spacy_elmo))
     source = open(spacy_elmo.__file__, encoding="utf-8").read()
     assert "if TYPE_CHECKING:" in source and "from .pipeline import Elmo" in source
+
+
+def test_every_error_the_package_defines_shares_one_base():
+    """A caller catches them all with `except spacy_elmo.SpacyElmoError` (they were plain ValueErrors,
+    RuntimeErrors and ImportErrors), and each keeps the built-in type it had."""
+    import ast
+    import importlib
+    from pathlib import Path
+
+    package = Path(spacy_elmo.__file__).parent
+    found = []
+    for path in sorted(package.rglob("*.py")):
+        for node in ast.parse(path.read_text(encoding="utf-8")).body:
+            if isinstance(node, ast.ClassDef) and node.name != "SpacyElmoError" and node.name.endswith(
+                ("Error", "Conflict", "Required", "NotReady")
+            ):
+                module = ".".join(path.relative_to(package.parent).with_suffix("").parts)
+                found.append(getattr(importlib.import_module(module), node.name))
+    assert len(found) >= 20
+    outside = [cls.__qualname__ for cls in found if not issubclass(cls, spacy_elmo.SpacyElmoError)]
+    assert outside == []
+    assert all(issubclass(cls, (ValueError, RuntimeError, ImportError)) for cls in found)
+    with pytest.raises(spacy_elmo.SpacyElmoError):
+        spacy_elmo.load_bilm("/no/such/model/directory")

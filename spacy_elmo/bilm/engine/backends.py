@@ -31,6 +31,7 @@ from typing import List, Optional, Tuple
 import torch
 
 from . import cell_kernel, int8, onednn_ops
+from ..errors import SpacyElmoError
 
 # the exact backends: float32 (or the tensors' precision), the reference's numbers, batch invariant
 BACKENDS = ("reference", "mkl", "onednn", "onednn+kernel")
@@ -40,7 +41,7 @@ NAMES = BACKENDS + APPROXIMATE
 AUTO = "auto"
 
 
-class BackendError(ValueError):
+class BackendError(SpacyElmoError, ValueError):
     """An unknown backend, or one that cannot run on this machine."""
 
 
