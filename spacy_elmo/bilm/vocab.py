@@ -29,7 +29,7 @@ class Vocabulary:
         self._index: Dict[str, int] = {}
         for word in words:
             if word in self._index:
-                raise ValueError(f"duplicate word in vocabulary: {word!r}")
+                raise ValueError(f"duplicate word in vocabulary: {word!r:.80}")
             self._index[word] = len(self.words)
             self.words.append(word)
         missing = [t for t in SPECIAL_TOKENS if t not in self._index]
@@ -98,7 +98,7 @@ class WordTableVocabulary:
         rows: Dict[str, int] = {}
         for i, word in enumerate(self.words + self.specials):
             if word in rows:
-                raise ValueError(f"word table vocabulary: duplicate entry {word!r}")
+                raise ValueError(f"word table vocabulary: duplicate entry {word!r:.80}")
             rows[word] = i
         missing = [name for name in (self.bos, self.eos, self.unknown) if name not in rows]
         if missing:

@@ -221,12 +221,20 @@ def load_manylangs(directory: PathLike) -> BiLM:
         )
     except ValueError as err:
         raise WeightsError(f"{directory}: {err}") from None
-    bilm = BiLM(config, word_table_vocab=table_vocab, char_dictionary=char_dictionary)
     embedder = read_state(directory / "token_embedder.pkl")
     encoder = read_state(directory / "encoder.pkl")
-    with torch.no_grad():
-        _assign_token_layer(bilm, config, embedder, directory / "token_embedder.pkl")
-        _assign_encoder(bilm, config, encoder, directory / "encoder.pkl")
+    # the weights checked against config.json's sizes first, on a model of the meta device (no memory):
+    # building first, an edited dim (10**5) beside a file of one byte took gigabytes, or failed in torch
+    for device in ("meta", "cpu"):
+        try:
+            with torch.device(device):
+                bilm = BiLM(config, word_table_vocab=table_vocab, char_dictionary=char_dictionary)
+        except (RuntimeError, MemoryError) as err:  # the files' own sizes, past this machine's memory
+            message = " ".join(str(err).split())[:200]
+            raise WeightsError(f"{directory}: cannot build the model in memory ({message})") from None
+        with torch.no_grad():
+            _assign_token_layer(bilm, config, embedder, directory / "token_embedder.pkl")
+            _assign_encoder(bilm, config, encoder, directory / "encoder.pkl")
     bilm.eval()
     return bilm
 

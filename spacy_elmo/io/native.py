@@ -34,7 +34,7 @@ import struct
 import tempfile
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Callable, Dict, List, Optional, Tuple, Union
+from typing import Any, Callable, Dict, List, Optional, Tuple, TypeVar, Union
 
 import torch
 
@@ -234,10 +234,12 @@ def _unpack(data: bytes, source: str) -> List[Tuple[str, bytes]]:
         raise WeightsError(f"{source}: unreadable header ({err})") from None
     _check_version(header, source)
     offset = _LENGTH.size + length
-    files = []
+    files: List[Tuple[str, bytes]] = []
     for name, size in entries:
-        if name not in FILES or size < 0:
-            raise WeightsError(f"{source}: unexpected file {name!r} in the header (a native model holds {FILES})")
+        if name not in FILES:
+            raise WeightsError(f"{source}: unexpected file {name!r:.80} in the header (a native model holds {FILES})")
+        if size < 0 or name in [n for n, _ in files]:
+            raise WeightsError(f"{source}: the header lists {name!r} twice or with a negative size ({size})")
         files.append((name, bytes(body[offset : offset + size])))
         offset += size
     if offset != len(body) or META_FILE not in dict(files):
@@ -307,8 +309,10 @@ def load_native(directory: PathLike, with_softmax: bool = True) -> NativeModel:
         _verify(vocab_path, checksums.get(VOCAB_FILE))
         try:
             vocab = Vocabulary.from_file(vocab_path)
-        except (OSError, ValueError) as err:
-            raise WeightsError(f"{vocab_path}: {err}") from None
+        except ValueError as err:  # named once: Vocabulary names the file where its words are wrong
+            raise WeightsError(str(err) if str(vocab_path) in str(err) else f"{vocab_path}: {err}") from None
+        except OSError as err:
+            raise WeightsError(f"{vocab_path}: cannot read ({err.strerror or err})") from None
     words, chars = None, None
     if meta.get("token_vocab"):
         path = directory / VOCABULARIES_FILE
@@ -319,34 +323,38 @@ def load_native(directory: PathLike, with_softmax: bool = True) -> NativeModel:
             words, chars = load_token_vocabularies(path)
         except ValueError as err:
             raise WeightsError(str(err)) from None
-    try:
-        bilm = BiLM(
+
+    def build_bilm() -> BiLM:
+        return BiLM(
             config,
             vocab=vocab if not config.use_character_inputs else None,
             boundary_strings=bool(meta.get("boundary_strings", False)),
             word_table_vocab=words,
             char_dictionary=chars,
         )
-    except ValueError as err:
-        raise WeightsError(f"{directory}: {err}") from None
+
     _verify(directory / BILM_FILE, checksums.get(BILM_FILE))
-    _load_state(bilm, directory / BILM_FILE)
+    bilm = _loaded(build_bilm, directory / BILM_FILE)
     head = None
     if with_softmax and softmax:
         if vocab is None:
             raise WeightsError(f"{directory / META_FILE}: a softmax is listed but no vocabulary")
-        try:
-            head = SoftmaxHead(
-                softmax["n_vocab"], softmax["dim"], softmax["kind"], softmax.get("n_samples", 8192),
-                softmax.get("cutoffs"),
-            )
-        except KeyError as err:
-            raise WeightsError(f"{directory / META_FILE}: the softmax entry lacks {err}") from None
-        except (TypeError, ValueError) as err:
-            raise WeightsError(f"{directory / META_FILE}: invalid softmax entry ({err})") from None
-        _check_softmax_fits(directory, head, vocab, config)
+
+        def build_head() -> SoftmaxHead:
+            try:
+                return SoftmaxHead(
+                    softmax["n_vocab"], softmax["dim"], softmax["kind"], softmax.get("n_samples", 8192),
+                    softmax.get("cutoffs"),
+                )
+            except KeyError as err:
+                raise WeightsError(f"{directory / META_FILE}: the softmax entry lacks {err}") from None
+            except (TypeError, ValueError) as err:
+                raise WeightsError(f"{directory / META_FILE}: invalid softmax entry ({err})") from None
+
+        with torch.device("meta"):
+            _check_softmax_fits(directory, build_head(), vocab, config)
         _verify(directory / SOFTMAX_FILE, checksums.get(SOFTMAX_FILE))
-        _load_state(head, directory / SOFTMAX_FILE)
+        head = _loaded(build_head, directory / SOFTMAX_FILE)
     bilm.eval()
     return NativeModel(bilm, vocab, head, meta.get("metadata", {}))
 
@@ -371,7 +379,31 @@ def _check_softmax_fits(directory: Path, head: SoftmaxHead, vocab: Vocabulary, c
         )
 
 
-def _load_state(module: torch.nn.Module, path: Path) -> None:
+_Built = TypeVar("_Built", bound=torch.nn.Module)
+
+
+def _loaded(build: Callable[[], _Built], path: Path) -> _Built:
+    """The module `build` makes, holding the weights of safetensors file `path`.
+
+    Its shapes are compared with the file's before anything is allocated (on the meta device): the
+    sizes in elmo.json are the file's to back, so an edited one (lstm_dim 10**5 beside a file of four
+    bytes) is a WeightsError, where building first took gigabytes, or failed in torch's allocator."""
+    with torch.device("meta"):
+        try:
+            shapes = build()
+        except ValueError as err:
+            raise WeightsError(f"{path.parent}: {err}") from None
+    state = _read_state(shapes, path)
+    try:
+        module = build()
+    except (RuntimeError, MemoryError) as err:  # the file's own sizes, past this machine's memory
+        raise WeightsError(f"{path}: cannot build the model in memory ({' '.join(str(err).split())[:200]})") from None
+    module.load_state_dict(state)
+    return module
+
+
+def _read_state(module: torch.nn.Module, path: Path) -> Dict[str, torch.Tensor]:
+    """The tensors of `path`, checked against `module`'s names and shapes (it may be on the meta device)."""
     from safetensors import SafetensorError
     from safetensors.torch import load_file
 
@@ -396,7 +428,7 @@ def _load_state(module: torch.nn.Module, path: Path) -> None:
             )
         if not torch.isfinite(tensor).all():
             raise WeightsError(f"{path}: tensor '{name}' contains NaN or infinite values")
-    module.load_state_dict(state)
+    return state
 
 
 def _verify(path: Path, expected: Optional[str]) -> None:

@@ -14,7 +14,7 @@ Dataset names, shapes and semantics (see ../shared/fixtures/README.md):
 import json
 import re
 from pathlib import Path
-from typing import Dict, Iterator, Optional, Tuple, Union
+from typing import Any, Dict, Iterator, Optional, Tuple, Union
 
 import numpy
 import torch
@@ -108,6 +108,7 @@ def read_weights(
                         f"{path}: dataset '{name}' has shape {tuple(dataset.shape)} but {source} "
                         f"implies {shape}"
                     )
+                _check_stored(dataset, name, path)
                 arrays[name] = numpy.asarray(dataset[...], dtype=numpy.float32)
             present = []
             f.visititems(lambda n, o: present.append(n) if isinstance(o, h5py.Dataset) else None)
@@ -128,6 +129,28 @@ def read_weights(
         if not numpy.isfinite(array).all():
             raise WeightsError(f"{path}: dataset '{name}' contains NaN or infinite values")
     return arrays
+
+
+# a compressed dataset may declare this many times the bytes it stores (float weights compress ~1.1x)
+MAX_COMPRESSION = 100
+
+
+def _check_stored(dataset: Any, name: str, path: Path) -> None:
+    """A dataset must store the bytes its shape declares (compressed: within `MAX_COMPRESSION` of them)
+    before it is read: a file of 29 kB declaring datasets it never wrote was read into gigabytes of
+    zeros, in an options.json's sizes."""
+    declared = int(dataset.size) * dataset.dtype.itemsize
+    stored = int(dataset.id.get_storage_size())
+    if dataset.compression is None and stored < declared:
+        raise DamagedFileError(
+            f"{path}: dataset '{name}' declares {declared:,} bytes but stores {stored:,} (never written, or cut "
+            "short); restore the file or export the model again"
+        )
+    if dataset.compression is not None and declared > MAX_COMPRESSION * max(stored, 1) + 2**20:
+        raise DamagedFileError(
+            f"{path}: dataset '{name}' declares {declared:,} bytes from {stored:,} compressed, more than "
+            f"{MAX_COMPRESSION}x: not model weights"
+        )
 
 
 def load_published(

@@ -49,7 +49,7 @@ import zipfile
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path, PurePosixPath
-from typing import Any, Iterator, Optional, Sequence, Tuple, Union
+from typing import Any, Iterator, List, Optional, Sequence, Tuple, Union
 from urllib.parse import unquote, urlparse
 
 from .atomic import fsync
@@ -456,10 +456,12 @@ def _unpack(archive: Path, destination: Path, label: str) -> Path:
             with zipfile.ZipFile(archive) as zf:
                 for info in zf.infolist():
                     _check_member(info.filename, destination, label)
+                _check_sizes([info.file_size for info in zf.infolist()], archive, destination, label)
                 zf.extractall(destination)
         elif _is_tarfile(archive):
             with tarfile.open(archive, "r:*") as tf:
                 members = list(_checked_tar_members(tf, destination, label))
+                _check_sizes([member.size for member in members], archive, destination, label)
                 if hasattr(tarfile, "data_filter"):
                     tf.extractall(destination, members=members, filter="data")
                 else:  # Python without extraction filters: every member was checked above
@@ -484,7 +486,36 @@ def _checked_tar_members(tf: tarfile.TarFile, destination: Path, label: str) -> 
             raise WeightsError(f"{label}: refused archive member {member.name!r}: links are not allowed in a model")
         if not (member.isfile() or member.isdir()):
             raise WeightsError(f"{label}: refused archive member {member.name!r}: not a file or a directory")
+        if member.issparse():  # declares its size, but stores holes: no model file is one
+            raise WeightsError(f"{label}: refused archive member {member.name!r}: a sparse file")
         yield member
+
+
+# what an archive may unpack to: a model is a handful of files of float weights, which barely compress
+MAX_MEMBERS = 10_000
+MAX_EXPANSION = 100
+
+
+def _check_sizes(sizes: List[int], archive: Path, destination: Path, label: str) -> None:
+    """Refuse, before anything is written, an archive whose members (by the sizes they declare, which
+    extraction cannot exceed) would not fit the cache's disk, or that unpacks to more than
+    `MAX_EXPANSION` times its size (a decompression bomb: 1 MB became a 1 GB file, hashed and kept in
+    the cache for good), or that holds more than `MAX_MEMBERS` members."""
+    if len(sizes) > MAX_MEMBERS:
+        raise WeightsError(
+            f"{label}: refused archive: {len(sizes):,} members, more than a model has ({MAX_MEMBERS:,})"
+        )
+    total = sum(sizes)
+    packed = archive.stat().st_size
+    if total > MAX_EXPANSION * packed + 2**20:
+        raise WeightsError(
+            f"{label}: refused archive: its {packed:,} bytes unpack to {total:,}, more than {MAX_EXPANSION}x "
+            "(model weights barely compress): not a model archive"
+        )
+    free = shutil.disk_usage(destination).free
+    if total > free:
+        needs = f"unpacking needs {total:,} bytes and the disk has {free:,} free"
+        raise OSError(errno.ENOSPC, needs, str(destination))
 
 
 def _check_member(name: str, destination: Path, label: str) -> None:

@@ -70,9 +70,11 @@ def works() -> bool:
         if torch.backends.quantized.engine not in ("none", None):
             try:
                 with torch.no_grad():
-                    x = torch.linspace(-1.0, 1.0, 24).view(3, 8)
-                    w = torch.linspace(-0.5, 0.7, 40).view(5, 8)
-                    b = torch.linspace(0.1, 0.3, 5)
+                    # on the CPU whatever the default device: probed first under `torch.device("meta")` (a
+                    # model's shapes checked before it is built) or a user's GPU default, it failed for good
+                    x = torch.linspace(-1.0, 1.0, 24, device="cpu").view(3, 8)
+                    w = torch.linspace(-0.5, 0.7, 40, device="cpu").view(5, 8)
+                    b = torch.linspace(0.1, 0.3, 5, device="cpu")
                     got = linear(x, pack(w, b))
                     _WORKS = bool(torch.allclose(got, torch.addmm(b, x, w.t()), atol=0.05))
             except (RuntimeError, NotImplementedError):  # a build or CPU without the quantized operators
@@ -85,7 +87,7 @@ def pack(weight: torch.Tensor, bias: Optional[torch.Tensor] = None) -> Any:
     packed for `linear` (a torch script object, not a tensor)."""
     weight = weight.detach().float().contiguous()
     scales = (weight.abs().amax(dim=1) / 127.0).clamp_(min=1e-12).double()
-    zero_points = torch.zeros(weight.shape[0], dtype=torch.long)
+    zero_points = torch.zeros(weight.shape[0], dtype=torch.long, device=weight.device)
     with warnings.catch_warnings():  # torch marks its quantized tensor types deprecated
         warnings.simplefilter("ignore")
         quantized = torch.quantize_per_channel(weight, scales, zero_points, 0, torch.qint8)

@@ -37,9 +37,11 @@ def works() -> bool:
         if _HAS_OPERATORS and torch.backends.mkldnn.is_available():
             try:
                 with torch.no_grad():
-                    x = torch.linspace(-1.0, 1.0, 24).view(3, 8)
-                    w = torch.linspace(-0.5, 0.7, 40).view(5, 8)
-                    b = torch.linspace(0.1, 0.3, 5)
+                    # on the CPU whatever the default device: probed first under `torch.device("meta")` (a
+                    # model's shapes checked before it is built) or a user's GPU default, it failed for good
+                    x = torch.linspace(-1.0, 1.0, 24, device="cpu").view(3, 8)
+                    w = torch.linspace(-0.5, 0.7, 40, device="cpu").view(5, 8)
+                    b = torch.linspace(0.1, 0.3, 5, device="cpu")
                     packed = _PACK(w, None)
                     expected = torch.addmm(b, x, w.t())
                     got = _LINEAR(x, packed, b, "sigmoid", [], "")
