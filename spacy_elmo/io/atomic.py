@@ -35,7 +35,8 @@ def _new_token_in_child() -> None:
     _PROCESS["token"] = secrets.token_hex(4)
 
 
-os.register_at_fork(after_in_child=_new_token_in_child)
+if hasattr(os, "register_at_fork"):  # not on Windows, which has no fork
+    os.register_at_fork(after_in_child=_new_token_in_child)
 
 
 def temporary_path(path: PathLike) -> Path:

@@ -65,7 +65,8 @@ def _after_fork_in_child() -> None:
     _forked["pending"] = True
 
 
-os.register_at_fork(after_in_child=_after_fork_in_child)
+if hasattr(os, "register_at_fork"):  # not on Windows, which has no fork
+    os.register_at_fork(after_in_child=_after_fork_in_child)
 
 
 def _single_thread_in_worker() -> None:
