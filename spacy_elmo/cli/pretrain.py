@@ -1,4 +1,5 @@
 """`pretrain`: train a biLM on raw text."""
+import errno
 import os
 from pathlib import Path
 from typing import List, Optional, Tuple
@@ -7,6 +8,9 @@ import typer
 from wasabi import msg
 
 from ._util import fail, pick_device
+
+# errors of a write that failed for want of room or rights, which --resume can continue after
+_WRITE_ERRNOS = {errno.ENOSPC, errno.EDQUOT, errno.EROFS, errno.EACCES, errno.EPERM, errno.EFBIG}
 
 
 def pretrain_cli(
@@ -74,11 +78,14 @@ def pretrain_cli(
         raise typer.Exit(SIGNAL_EXIT.get(err.signal or "SIGINT", SIGNAL_EXIT["SIGINT"]))
     except (SettingsError, CheckpointError, FileNotFoundError, ValueError, SpacyRequired) as err:
         fail(str(err))
-    except OSError as err:  # an output that cannot be written: a full disk, a read-only file system
-        fail(
-            f"{err.filename or output}: cannot write ({err.strerror or err}); what was saved before is intact: "
-            "make room (or fix the permissions), then run again with --resume to continue from the last checkpoint"
-        )
+    except OSError as err:  # a full disk, a read-only file system; an input that cannot be read
+        where = err.filename or output
+        if err.errno in _WRITE_ERRNOS:
+            fail(
+                f"{where}: cannot write ({err.strerror or err}); what was saved before is intact: make room (or "
+                "fix the permissions), then run again with --resume to continue from the last checkpoint"
+            )
+        fail(f"{where}: {err.strerror or err}")
     dev = result.get("dev")
     msg.good(f"Trained {result['step']} steps on {result['tokens']:,} tokens in {result['elapsed_s']:.0f}s")
     if dev:

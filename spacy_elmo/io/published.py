@@ -136,17 +136,18 @@ MAX_COMPRESSION = 100
 
 
 def _check_stored(dataset: Any, name: str, path: Path) -> None:
-    """A dataset must store the bytes its shape declares (compressed: within `MAX_COMPRESSION` of them)
+    """A dataset must store the bytes its shape declares (through filters: within `MAX_COMPRESSION` of them)
     before it is read: a file of 29 kB declaring datasets it never wrote was read into gigabytes of
     zeros, in an options.json's sizes."""
     declared = int(dataset.size) * dataset.dtype.itemsize
     stored = int(dataset.id.get_storage_size())
-    if dataset.compression is None and stored < declared:
+    filtered = dataset.id.get_create_plist().get_nfilters() > 0  # compression, scale-offset, n-bit, plugins
+    if not filtered and stored < declared:
         raise DamagedFileError(
             f"{path}: dataset '{name}' declares {declared:,} bytes but stores {stored:,} (never written, or cut "
             "short); restore the file or export the model again"
         )
-    if dataset.compression is not None and declared > MAX_COMPRESSION * max(stored, 1) + 2**20:
+    if filtered and declared > MAX_COMPRESSION * max(stored, 1) + 2**20:
         raise DamagedFileError(
             f"{path}: dataset '{name}' declares {declared:,} bytes from {stored:,} compressed, more than "
             f"{MAX_COMPRESSION}x: not model weights"

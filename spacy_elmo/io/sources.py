@@ -359,8 +359,10 @@ def _download_failure(url: str, err: Exception) -> str:
 
 
 def _interactive(stream: Any) -> bool:
-    """Whether `stream` is a terminal: a bar written to a log or a pipe is a run of carriage-return
-    frames (and a library call's output nobody asked for), so only a terminal gets one."""
+    """Whether `stream` is a terminal or a Jupyter notebook's: a bar written to a log or a pipe is a
+    run of carriage-return frames (and a library call's output nobody asked for), so only those get one."""
+    if type(stream).__module__.startswith("ipykernel"):  # a notebook's stderr (its OutStream) draws bars
+        return True
     try:
         return bool(stream is not None and stream.isatty())
     except (AttributeError, ValueError):  # no isatty, or a closed stream

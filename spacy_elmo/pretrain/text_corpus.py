@@ -27,6 +27,7 @@ import glob
 import gzip
 import hashlib
 import json
+import time
 import zlib
 from collections import Counter
 from pathlib import Path
@@ -315,8 +316,8 @@ class TokenizedCorpus:
         a corpus without tokens is a ValueError. `tokenizer` is one of `TOKENIZERS`.
 
         Runs sharing `cache_dir` tokenize an input once: under a file lock per cache entry, one
-        tokenizes and the others say they wait, then read its cache; the holder first deletes the
-        temporary files that a run killed while tokenizing left (where the file system has locks)."""
+        tokenizes and the others say they wait, then read its cache. Temporary files that a run
+        killed while tokenizing left in the entry are deleted once untouched for an hour."""
         if tokenizer not in TOKENIZERS:
             raise ValueError(f"tokenizer {tokenizer!r}: choose one of {TOKENIZERS}")
         files = _expand(paths)
@@ -326,16 +327,15 @@ class TokenizedCorpus:
         counts_file = cache_dir / "counts.json.gz"
         info_file = cache_dir / "info.json"
         if info_file.is_file():
+            _remove_abandoned(cache_dir)
             return cls(cache_file, counts_file, json.loads(info_file.read_text()))
         cache_dir.mkdir(parents=True, exist_ok=True)
         lock = cache_dir.parent / f".{key}.lock"
         waiting = f"tokenized corpus: another run is tokenizing into {cache_dir}; waiting for it"
-        with waiting_lock(lock, waiting) as locked:
+        with waiting_lock(lock, waiting):
             if info_file.is_file():  # tokenized by the run this one waited for
                 return cls(cache_file, counts_file, json.loads(info_file.read_text()))
-            if locked:  # no other run writes here: what a killed one left is abandoned
-                for abandoned in cache_dir.glob(".*.tmp"):
-                    abandoned.unlink(missing_ok=True)
+            _remove_abandoned(cache_dir)
             info = _tokenize(
                 files, cache_file, counts_file, lang, max_length, max_segments, progress, part, parts, tokenizer
             )
@@ -344,6 +344,23 @@ class TokenizedCorpus:
         # complete: a later run finds it before it locks, and one waiting on this file finds it under the lock
         lock.unlink(missing_ok=True)
         return cls(cache_file, counts_file, info)
+
+
+# a temporary file untouched this long was left by a killed run (a live one writes every few seconds)
+ABANDONED_AFTER_S = 3600.0
+
+
+def _remove_abandoned(cache_dir: Path) -> None:
+    """Delete the temporary files a killed run left in a cache entry (`.NAME.PID-TOKEN.tmp`, as large
+    as the tokenized corpus), judged by age: a lock that holds only on one machine (a cache shared over
+    NFS or FUSE by runs on two) let a second run delete a first run's file while it was written."""
+    now = time.time()
+    for candidate in cache_dir.glob(".*.tmp"):
+        try:
+            if now - candidate.stat().st_mtime > ABANDONED_AFTER_S:
+                candidate.unlink()
+        except FileNotFoundError:  # committed or removed meanwhile
+            pass
 
 
 def _tokenize(

@@ -108,3 +108,12 @@ def test_every_error_the_package_defines_shares_one_base():
     assert all(issubclass(cls, (ValueError, RuntimeError, ImportError)) for cls in found)
     with pytest.raises(spacy_elmo.SpacyElmoError):
         spacy_elmo.load_bilm("/no/such/model/directory")
+
+
+def test_a_notebook_s_stderr_gets_the_bar():
+    """A second look: Jupyter's stderr is no terminal, yet draws bars; the first fix left it without one."""
+    from spacy_elmo.io.sources import _interactive
+
+    notebook = type("OutStream", (io.StringIO,), {"__module__": "ipykernel.iostream", "isatty": lambda self: False})
+    assert _interactive(notebook()) and not _interactive(_Stream(False)) and _interactive(_Stream(True))
+    assert not _interactive(None)

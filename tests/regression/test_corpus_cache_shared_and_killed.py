@@ -3,7 +3,12 @@
 A run killed mid-tokenize left its hidden `.segments.txt.gz.PID-TOKEN.tmp` (as large as the tokenized
 corpus) in the cache entry for good: nothing ever removed it. And two runs started together on one
 `[paths] cache` each tokenized the whole corpus. An entry is now tokenized under a file lock: one run
-tokenizes (first deleting what a killed run left), the others wait and read its cache.
+tokenizes, the others wait and read its cache; a temporary file untouched for an hour is deleted.
+
+A second look found that the first version of this fix deleted every temporary file it found under
+the lock, which a lock holding on one machine only (a cache shared over NFS or FUSE) let it do to
+another machine's run mid-write; and that with filelock 3 on a file system without flock (NFS without
+a lock daemon: ENOLCK) the lock waited for ever, saying another run was tokenizing.
 """
 import io
 import os
@@ -31,9 +36,13 @@ def test_what_a_killed_run_left_is_removed_and_the_cache_is_complete(small_corpu
         os._exit(1)
     os.waitpid(child, 0)
     (entry,) = [p for p in cache.iterdir() if p.is_dir()]
-    assert [p.name for p in entry.glob(".segments.txt.gz.*.tmp")], "the killed run left no temporary file"
+    (left,) = entry.glob(".segments.txt.gz.*.tmp")
 
     corpus = TokenizedCorpus.prepare(small_corpus, cache, progress=False)
+    # a recent temporary file may be another machine's run writing (a lock that holds on one machine only)
+    assert left.exists()
+    os.utime(left, (left.stat().st_atime, left.stat().st_mtime - text_corpus.ABANDONED_AFTER_S - 1))
+    corpus = TokenizedCorpus.prepare(small_corpus, cache, progress=False)  # an hour later: abandoned
     assert corpus.cache_file.parent == entry
     assert sorted(p.name for p in entry.iterdir()) == ["counts.json.gz", "info.json", "segments.txt.gz"]
     alone = TokenizedCorpus.prepare(small_corpus, tmp_path / "alone", progress=False)
@@ -92,3 +101,57 @@ def test_a_second_run_waits_for_the_first_and_reads_its_cache(small_corpus, tmp_
     assert calls == ["first"]  # tokenized once
     assert results["second"].info == results["first"].info
     assert list(results["second"].segments()) == list(results["first"].segments())
+
+
+def test_where_flock_fails_the_corpus_is_tokenized_unlocked(small_corpus, tmp_path, monkeypatch, capsys):
+    import errno
+    import fcntl
+
+    def no_locks(fd, operation):
+        raise OSError(errno.ENOLCK, "No locks available")
+
+    class FileLock3:
+        """filelock 3 on such a file system: every try fails as if another process held the lock."""
+
+        def __init__(self, path):
+            pass
+
+        def acquire(self, timeout=-1):
+            import filelock
+
+            if timeout == 0:
+                raise filelock.Timeout("lock")
+            raise AssertionError("would wait for ever")
+
+    import filelock
+
+    monkeypatch.setattr(fcntl, "flock", no_locks)
+    monkeypatch.setattr(filelock, "FileLock", FileLock3)
+    corpus = TokenizedCorpus.prepare(small_corpus, tmp_path / "cache", progress=False)
+    assert corpus.n_tokens > 0 and "waiting" not in capsys.readouterr().err
+
+
+def test_the_lock_probe_tells_held_from_broken(tmp_path):
+    """Held by another process: it works (the caller waits); ENOLCK-like failures: it does not."""
+    import fcntl
+
+    from spacy_elmo.io import file_lock
+
+    path = tmp_path / ".x.lock"
+    assert file_lock._locks_work(path)
+    to_parent, to_child = os.pipe(), os.pipe()
+    child = os.fork()
+    if child == 0:  # pragma: no cover -- holds the lock until the parent has asked
+        fd = os.open(path, os.O_RDWR)
+        fcntl.flock(fd, fcntl.LOCK_EX)
+        os.write(to_parent[1], b"1")
+        os.read(to_child[0], 1)
+        os._exit(0)
+    assert os.read(to_parent[0], 1) == b"1"
+    try:
+        assert file_lock._locks_work(path)  # held elsewhere, so locks work here
+    finally:
+        os.write(to_child[1], b"1")
+        os.waitpid(child, 0)
+        for fd in (*to_parent, *to_child):
+            os.close(fd)

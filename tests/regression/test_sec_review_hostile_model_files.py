@@ -18,6 +18,7 @@ import subprocess
 import tarfile
 
 import h5py
+import numpy
 import pytest
 import torch
 
@@ -163,3 +164,23 @@ def test_a_huge_duplicate_word_gives_a_short_error_naming_the_file_once(tmp_path
         load_model(tmp_path)
     message = str(caught.value)
     assert len(message) < 400 and message.count("vocab.txt") == 1 and "duplicate word" in message
+
+
+@pytest.mark.parametrize(
+    "filters", [{"scaleoffset": 6}, {"compression": "gzip"}, {"shuffle": True, "compression": "lzf"}]
+)
+def test_weights_stored_through_hdf5_filters_still_load(tmp_path, filters):
+    """A second look: the stored-bytes check took a scale-offset dataset (fewer bytes than declared,
+    `compression` None) for one never written."""
+    model = tiny_bilm(seed=3)
+    directory = published_dir(tmp_path / "published", model)
+    with h5py.File(directory / "weights.hdf5", "a") as f:
+        name = "RNN_0/RNN/MultiRNNCell/Cell0/LSTMCell/W_0"
+        data = f[name][...]
+        del f[name]
+        f.create_dataset(name, data=data, chunks=True, **filters)
+    got = load_bilm(directory).embed([["hello", "world"]])[0]
+    expected = model.embed([["hello", "world"]])[0]
+    assert got.shape == expected.shape
+    if "scaleoffset" not in filters:  # lossless
+        numpy.testing.assert_array_equal(got, expected)

@@ -194,3 +194,16 @@ def test_a_checkpoint_a_full_disk_cut_short_says_how_much_room_is_left(tmp_path,
     monkeypatch.setattr(checkpoint, "_problem", lambda state: "")  # a checkpoint's layout is not the point
     with pytest.raises(CheckpointError, match=r"unexpected pos .*; [\d,.]+ MB free on its disk\); no earlier"):
         save_checkpoint(tmp_path / "checkpoint.pt", {"step": 1})
+
+
+def test_pretrain_names_a_read_error_as_such(tmp_path, tiny_config_path, monkeypatch):
+    """A second look: every OSError was worded "cannot write ... --resume", a read error too."""
+    import spacy_elmo.pretrain
+
+    def unreadable(*args, **kwargs):
+        raise OSError(errno.EIO, "Input/output error", str(tmp_path / "corpus.txt"))
+
+    monkeypatch.setattr(spacy_elmo.pretrain, "pretrain", unreadable)
+    result = CliRunner().invoke(app, ["pretrain", str(tiny_config_path), str(tmp_path / "out")])
+    said = " ".join(result.output.split())
+    assert result.exit_code == 1 and "corpus.txt: Input/output error" in said and "cannot write" not in said
