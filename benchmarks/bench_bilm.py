@@ -16,9 +16,12 @@ MODEL: a native model directory (with a softmax for the perplexity), or
   with two common senses and five natural sentences per sense, written for
   this project; each occurrence's vector is given the sense of its nearest
   other occurrence of the same word by cosine (leave-one-out 1-NN), and the
-  accuracy is reported per layer. Chance is 4/9 (0.44). Layer 0 is context-free:
-  every occurrence of a word has the same vector there, ties go to the first
-  other occurrence, and it scores 0.5 by construction.
+  accuracy is reported per layer, with its standard error over the words (an
+  occurrence's neighbours are of its own word, so the words are the sample).
+  Chance is 4/9 (0.44). Layer 0 is context-free: every occurrence of a word
+  has the same vector there, so its neighbours all tie and share the vote,
+  and it scores 4/9 by construction (before 2026-12-06 argmax broke the ties
+  by the last bits of rounding, and layer 0 read anywhere from 0.39 to 0.54).
 
 * sentence readout (`--sections readout`): a ridge map from the top layer
   to the model-free baseline's vector (below) of every token of the held-out
@@ -135,23 +138,42 @@ def unit_rows(vectors: numpy.ndarray) -> numpy.ndarray:
     return vectors / numpy.maximum(numpy.linalg.norm(vectors, axis=1, keepdims=True), 1e-12)
 
 
-def sense_scores(vectors: numpy.ndarray, items: Sequence[Tuple[str, str, List[str]]]) -> List[float]:
-    """The probe's accuracy for (n, n_layers, width) vectors of the items' ambiguous words."""
+# cosines closer than this are a tie: layer 0 gives every occurrence of a word the same vector, whose
+# cosines differ only in the last bits of the product's rounding
+TIE = 1e-5
+
+
+def sense_word_scores(vectors: numpy.ndarray, items: Sequence[Tuple[str, str, List[str]]]) -> numpy.ndarray:
+    """(n_layers, n_words): each ambiguous word's accuracy, its occurrences' mean credit. An occurrence's
+    credit is the share of its nearest neighbours (by cosine, itself left out; several where they tie)
+    that have its sense: tied neighbours share the vote, where argmax gave it to whichever the rounding
+    favoured (layer 0 scored anywhere in 0.39-0.54 by that noise; it is chance, 4/9, by construction)."""
     words = numpy.array([word for word, _, _ in items])
     senses = numpy.array([sense for _, sense, _ in items])
-    scores = []
+    scores = numpy.zeros((vectors.shape[1], len(set(words))))
     for layer in range(vectors.shape[1]):
         v = unit_rows(vectors[:, layer])
-        correct = total = 0
-        for word in sorted(set(words)):
+        for k, word in enumerate(sorted(set(words))):
             rows = numpy.flatnonzero(words == word)
             similarity = v[rows] @ v[rows].T
             numpy.fill_diagonal(similarity, -numpy.inf)
-            nearest = rows[similarity.argmax(axis=1)]
-            correct += int((senses[nearest] == senses[rows]).sum())
-            total += len(rows)
-        scores.append(correct / total)
+            nearest = similarity >= similarity.max(axis=1, keepdims=True) - TIE
+            same = senses[rows][None, :] == senses[rows][:, None]
+            scores[layer, k] = float(((nearest & same).sum(axis=1) / nearest.sum(axis=1)).mean())
     return scores
+
+
+def sense_scores(vectors: numpy.ndarray, items: Sequence[Tuple[str, str, List[str]]]) -> List[float]:
+    """The probe's accuracy for (n, n_layers, width) vectors of the items' ambiguous words (every word
+    has the same number of occurrences, so the mean over words is the mean over occurrences)."""
+    return [float(s) for s in sense_word_scores(vectors, items).mean(axis=1)]
+
+
+def sense_standard_errors(vectors: numpy.ndarray, items: Sequence[Tuple[str, str, List[str]]]) -> List[float]:
+    """Each layer's standard error of `sense_scores` over the words: the occurrences of one word are not
+    independent (they share its senses and its sentences' style), so the words are the sample."""
+    per_word = sense_word_scores(vectors, items)
+    return [float(row.std(ddof=1) / numpy.sqrt(len(row))) for row in per_word]
 
 
 class GloveLookup:
@@ -195,8 +217,17 @@ def glove_context_probe(
     sentence (lower-cased; words GloVe lacks are skipped). With `ranks` (lo, hi), only the words
     ranked in [lo, hi) by frequency count (`in_band`)."""
     glove = in_band(glove or GloveLookup(), ranks, order)
+    return float(numpy.mean(glove_context_word_scores(items, glove, ranks, order)))
+
+
+def glove_context_word_scores(
+    items: Sequence[Tuple[str, str, List[str]]], glove: Optional[GloveLookup] = None, ranks: Tuple[int, int] = (0, 0),
+    order: Optional[Sequence[str]] = None,
+) -> numpy.ndarray:
+    """`glove_context_probe` per ambiguous word (`sense_word_scores`' order), for paired comparisons."""
+    glove = in_band(glove or GloveLookup(), ranks, order)
     means, _ = sentence_means([tokens for _, _, tokens in items], glove)
-    return sense_scores(means[_item_rows(items)][:, None], items)[0]
+    return sense_word_scores(means[_item_rows(items)][:, None], items)[0]
 
 
 def in_band(glove: GloveLookup, ranks: Tuple[int, int], order: Optional[Sequence[str]] = None) -> GloveLookup:
@@ -306,13 +337,22 @@ def agreement_targets(items: Sequence[Tuple[str, str, List[str]]], order: Option
 
 
 def print_references(
-    items: Sequence[Tuple[str, str, List[str]]], names: Sequence[str], order: Optional[Sequence[str]] = None
+    items: Sequence[Tuple[str, str, List[str]]], names: Sequence[str], order: Optional[Sequence[str]] = None,
+    rows: Sequence[dict] = (),
 ) -> None:
     """The sense probe's reference rows: the GloVe context baseline (by frequency bands of `order`,
-    or of GloVe's list, for "glove-bands") and the teacher per layer."""
+    or of GloVe's list, for "glove-bands") and the teacher per layer; with "glove", each model's top
+    layer minus the baseline, with the standard error of that difference over the words (paired)."""
     body = []
     if "glove" in names:
-        body.append(["GloVe 6B 50d, mean of the other words (model-free)", _fmt(glove_context_probe(items), 3)])
+        baseline = glove_context_word_scores(items)
+        body.append(["GloVe 6B 50d, mean of the other words (model-free)", _fmt(float(baseline.mean()), 3)])
+        for row in rows:
+            if row.get("sense_top_by_word"):
+                difference = numpy.asarray(row["sense_top_by_word"]) - baseline
+                se = difference.std(ddof=1) / numpy.sqrt(len(difference))
+                body.append([f"{row['model']}: top layer minus the baseline (s.e. over words)",
+                             f"{difference.mean():+.3f} ({se:.3f})"])
     if "glove-bands" in names:
         for lo, hi in RANK_BANDS:
             band = f"only its {hi:,} most frequent words" if lo == 0 else f"without its {lo:,} most frequent words"
@@ -426,6 +466,8 @@ def evaluate(model: str, sections: Sequence[str], limit: int = 0, order: Optiona
         items = read_senses()
         vectors = sense_vectors(bilm, items)  # embedded once for both tables
         row["sense"] = sense_scores(vectors, items)
+        row["sense_se"] = sense_standard_errors(vectors, items)
+        row["sense_top_by_word"] = sense_word_scores(vectors, items)[-1].tolist()
         if "agreement" in sections:
             top = pair_cosines(vectors[:, -1], items)
             targets = agreement_targets(items, order)
@@ -471,7 +513,7 @@ def _fmt(value, digits=1) -> str:
 
 def print_table(rows: List[dict]) -> None:
     header = ["model", "params (M)", "tokens seen (M)", "train h", "ppl fwd", "ppl bwd", "ppl mean",
-              "POS L0", "POS L1", "POS L2", "POS mix", "sense L0", "sense L1", "sense L2"]
+              "POS L0", "POS L1", "POS L2", "POS mix", "sense L0", "sense L1", "sense L2", "s.e. L2 (words)"]
     body = []
     for r in rows:
         ppl = r.get("ppl") or {}
@@ -480,7 +522,7 @@ def print_table(rows: List[dict]) -> None:
         body.append([r["model"], _fmt(r["parameters_m"], 2), _fmt(r["tokens_seen_m"]), _fmt(r["train_hours"], 2),
                      _fmt(ppl.get("forward")), _fmt(ppl.get("backward")), _fmt(ppl.get("mean")),
                      *[_fmt(100 * linear[k], 2) if k in linear else "-" for k in ("0", "1", "2", "mix")],
-                     *[_fmt(s, 3) for s in sense[:3]]])
+                     *[_fmt(s, 3) for s in sense[:3]], _fmt((r.get("sense_se") or [None])[-1], 3)])
     print(table(body, header))
     readouts = [r for r in rows if r.get("readout")]
     if readouts:
@@ -555,7 +597,8 @@ def main() -> None:
     rows = [evaluate(m, sections, args.limit, order) for m in args.models]
     if any(s != "speed" for s in sections):
         print_table(rows)
-        print(f"\nSense probe: {len(read_senses())} sentences; chance {4 / 9:.3f}; perplexity tokens: "
+        print(f"\nSense probe: {len(read_senses())} sentences; chance {4 / 9:.3f} (layer 0's by construction: "
+              "one vector per word, tied neighbours share the vote); perplexity tokens: "
               + ", ".join(str((r.get("ppl") or {}).get("tokens", "-")) for r in rows))
     if "speed" in sections:
         sentences, _ = read_upos(EWT / "en_ewt-ud-train.conllu.gz", args.speed_sentences)
@@ -564,7 +607,7 @@ def main() -> None:
             row["embed_tokens_per_s"] = speeds[row["model"]]
         print_speeds(speeds, len(sentences), args.speed_rounds)
     if args.references:
-        print_references(read_senses(), args.references.split(","), order)
+        print_references(read_senses(), args.references.split(","), order, rows)
     if args.json:
         Path(args.json).write_text(json.dumps(rows, indent=2) + "\n", encoding="utf-8")
 

@@ -182,3 +182,26 @@ def test_the_angle_agreement_is_one_for_the_targets_own_angles_and_near_zero_for
     assert bench_bilm.angle_agreement(bench_bilm.pair_cosines(vectors[:, -1], ITEMS), target) == pytest.approx(1.0)
     noise = numpy.random.default_rng(7).normal(size=(len(ITEMS), 8))
     assert abs(bench_bilm.angle_agreement(bench_bilm.pair_cosines(noise, ITEMS), target)) < 0.15
+
+
+def test_tied_neighbours_share_the_vote_so_one_vector_per_word_scores_chance():
+    """Layer 0 gives every occurrence of a word one vector: its neighbours all tie, and argmax let the
+    product's last-bit rounding choose (0.39 to 0.54 across runs). Shared votes give 4/9 exactly."""
+    words = sorted({word for word, _, _ in ITEMS})
+    rng = numpy.random.default_rng(0)
+    per_word = {w: rng.normal(size=16) for w in words}
+    vectors = numpy.stack([per_word[w] * (1 + 1e-7 * rng.normal()) for w, _, _ in ITEMS])[:, None]
+    assert bench_bilm.sense_scores(vectors, ITEMS)[0] == pytest.approx(4 / 9)
+
+
+def test_sense_scores_and_their_standard_error_over_words():
+    senses = sorted({sense for _, sense, _ in ITEMS})
+    rng = numpy.random.default_rng(1)
+    # sense-pure vectors: every nearest neighbour shares the sense (1.0, no spread over words)
+    centres = {s: rng.normal(size=16) * 10 for s in senses}
+    pure = numpy.stack([centres[s] + rng.normal(size=16) * 0.01 for _, s, _ in ITEMS])[:, None]
+    assert bench_bilm.sense_scores(pure, ITEMS) == [1.0] and bench_bilm.sense_standard_errors(pure, ITEMS) == [0.0]
+    noisy = rng.normal(size=(len(ITEMS), 1, 16))
+    by_word = bench_bilm.sense_word_scores(noisy, ITEMS)[0]
+    assert bench_bilm.sense_scores(noisy, ITEMS)[0] == pytest.approx(by_word.mean())
+    assert bench_bilm.sense_standard_errors(noisy, ITEMS)[0] == pytest.approx(by_word.std(ddof=1) / len(by_word) ** 0.5)
