@@ -16,8 +16,8 @@ from typing import Iterator
 def waiting_lock(path: Path, waiting: str) -> Iterator[bool]:
     """Hold the file lock `path` for the block; where another process holds it, print `waiting` (to
     stderr) and wait for it. Where the file system has no locks (no flock), the block runs unlocked:
-    the callers' renames still keep their entries whole. Yields whether the lock is held (only then
-    may the block take what another writer left behind as abandoned)."""
+    the callers' renames still keep their entries whole. Yields whether the lock is held (a lock may
+    still hold on this machine only, where the file system is shared over a network)."""
     from filelock import FileLock, Timeout
 
     if not _locks_work(path):
