@@ -140,6 +140,11 @@ def prepare(nlp, args: argparse.Namespace) -> None:
         nlp.get_pipe_config(name)["frozen"] = False  # what the saved pipelines will say
     config["paths"]["train"], config["paths"]["dev"] = args.train, args.dev
     training = config["training"]
+    # spaCy excludes frozen components from every update: left there, the biLM would stay as it was
+    frozen = [name for name in training.get("frozen_components", []) if name in names]
+    if frozen:
+        training["frozen_components"] = [name for name in training["frozen_components"] if name not in names]
+        print(f"[training] frozen_components: {frozen} removed (this stage fine-tunes them)", file=sys.stderr)
     training["optimizer"]["learn_rate"] = args.learn_rate
     training["patience"], training["max_steps"], training["seed"] = args.patience, args.max_steps, args.seed
     # the console table only: train_resumable writes log.jsonl itself

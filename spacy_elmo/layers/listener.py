@@ -67,8 +67,9 @@ class ElmoListenerLayer(Model):
 
     @classmethod
     def get_batch_id(cls, docs: Iterable[Doc]) -> int:
-        """A content hash of a batch, to check that the docs are the ones received for."""
-        return sum(sum(token.orth for token in doc) for doc in docs)
+        """A content hash of a batch, to check that the docs are the ones received for: in their order
+        (a sum of the token ids took the same docs reordered, whose layers then went to the wrong docs)."""
+        return hash(tuple(tuple(token.orth for token in doc) for doc in docs))
 
     def receive(self, batch_id: int, outputs: List[Floats3d], backprop: Callable) -> None:
         self._batch_id = batch_id
