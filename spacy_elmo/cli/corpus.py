@@ -1,4 +1,5 @@
 """`corpus`: evaluation corpora (UD CoNLL-U, Universal NER IOB2) to .spacy files."""
+import random
 from pathlib import Path
 from typing import TYPE_CHECKING, List, Optional, Tuple
 
@@ -18,7 +19,12 @@ def corpus_cli(
     n_sents: int = typer.Option(10, "--n-sents", "-n", help="Sentences per doc"),
     limit: int = typer.Option(0, "--limit", help="Read only the first N sentences (0: all)"),
     dev_output: Optional[Path] = typer.Option(None, "--dev-output", help="Also write a held-out split here"),
-    dev_fraction: float = typer.Option(0.1, "--dev-fraction", help="Share of docs for --dev-output (the last ones)"),
+    dev_fraction: float = typer.Option(0.1, "--dev-fraction", help="Share of docs for --dev-output"),
+    dev_split: str = typer.Option(
+        "last", "--dev-split",
+        help="Which docs --dev-output takes: 'last' (the file's last ones) or 'shuffled' (drawn with --seed)",
+    ),
+    seed: int = typer.Option(0, "--seed", help="Seed of --dev-split shuffled"),
 ) -> None:
     """Convert an evaluation corpus to a spaCy DocBin, sentences grouped n to a doc."""
     from ..gold_data import CorpusError, ud_docs, uner_docs, write_docbin
@@ -29,6 +35,8 @@ def corpus_cli(
     check_at_least("--limit", limit, 0, "0: all")
     if dev_output is not None and not 0.0 < dev_fraction < 1.0:
         fail("--dev-fraction must be between 0 and 1")
+    if dev_split not in DEV_SPLITS:
+        fail(f"--dev-split must be one of {DEV_SPLITS}, got {dev_split!r}")
     try:
         docs = ud_docs(input_path, n_sents, limit) if kind == "ud" else uner_docs(input_path, n_sents, limit)
     except CorpusError as err:
@@ -37,7 +45,7 @@ def corpus_cli(
         fail(f"{input_path}: no sentences found")
     held_out: List["Doc"] = []
     if dev_output is not None:
-        docs, held_out = split_off(docs, dev_fraction, n_sents)
+        docs, held_out = split_off(docs, dev_fraction, n_sents, dev_split, seed)
         write_docbin(held_out, dev_output)
     write_docbin(docs, output_path)
     n_tokens = sum(len(d) for d in docs)
@@ -46,10 +54,17 @@ def corpus_cli(
         msg.good(f"Wrote {len(held_out)} held-out docs to {dev_output}")
 
 
-def split_off(docs: List["Doc"], fraction: float, n_sents: int) -> Tuple[List["Doc"], List["Doc"]]:
-    """(the docs to train on, the last `fraction` of them held out, at least one), or exit
-    before anything is written when either side would be empty: a training file of no docs
-    was written with exit 0 and went unnoticed until training on it."""
+# "last": what the project's NER runs used (UNER's dev file is ordered by genre, so its last tenth is
+# weblog alone); "shuffled": docs drawn from the whole file, each kept whole, in the file's order
+DEV_SPLITS = ("last", "shuffled")
+
+
+def split_off(
+    docs: List["Doc"], fraction: float, n_sents: int, how: str = "last", seed: int = 0
+) -> Tuple[List["Doc"], List["Doc"]]:
+    """(the docs to train on, `fraction` of them held out, at least one: the last ones, or with `how`
+    "shuffled" ones drawn by `seed`), or exit before anything is written when either side would be
+    empty: a training file of no docs was written with exit 0 and went unnoticed until training on it."""
     n_dev = max(1, int(round(len(docs) * fraction)))
     if n_dev >= len(docs):
         fail(
@@ -57,4 +72,7 @@ def split_off(docs: List["Doc"], fraction: float, n_sents: int) -> Tuple[List["D
             f"--dev-fraction {fraction:g} holds out {n_dev}; give more sentences, a smaller --n-sents or "
             "a smaller --dev-fraction"
         )
+    if how == "shuffled":
+        held = set(random.Random(seed).sample(range(len(docs)), n_dev))
+        return [d for i, d in enumerate(docs) if i not in held], [d for i, d in enumerate(docs) if i in held]
     return docs[:-n_dev], docs[-n_dev:]

@@ -74,3 +74,31 @@ def test_corpus_ner_reads_iob2(tmp_path):
 
     (doc,) = DocBin().from_disk(tmp_path / "o.spacy").get_docs(Vocab())
     assert [(e.text, e.label_) for e in doc.ents] == [("John Smith", "PER")]
+
+
+def test_a_shuffled_dev_split_draws_whole_docs_from_the_whole_file_by_seed(tmp_path):
+    """`--dev-split shuffled`: UNER's dev file is ordered by genre, so its last docs are one genre."""
+    from spacy.tokens import DocBin
+    from spacy.vocab import Vocab
+
+    path = tmp_path / "in.iob2"
+    path.write_text("".join(f"1\tword{i}\tB-PER\t-\t-\n2\tleft\tO\t-\t-\n\n" for i in range(20)))
+
+    def split(*args):
+        result = runner.invoke(app, ["corpus", "ner", str(path), str(tmp_path / "t.spacy"), "-n", "1",
+                                     "--dev-output", str(tmp_path / "d.spacy"), "--dev-fraction", "0.25", *args])
+        assert result.exit_code == 0, result.output
+
+        def words(name):
+            return [doc[0].text for doc in DocBin().from_disk(tmp_path / name).get_docs(Vocab())]
+        return words("t.spacy"), words("d.spacy")
+
+    train, dev = split()
+    assert dev == [f"word{i}" for i in range(15, 20)]  # the default: the file's last docs
+    train, dev = split("--dev-split", "shuffled", "--seed", "1")
+    assert len(dev) == 5 and sorted(train + dev, key=lambda w: int(w[4:])) == [f"word{i}" for i in range(20)]
+    assert dev != [f"word{i}" for i in range(15, 20)] and dev == sorted(dev, key=lambda w: int(w[4:]))
+    assert split("--dev-split", "shuffled", "--seed", "1") == (train, dev)  # the seed decides
+    assert split("--dev-split", "shuffled", "--seed", "2")[1] != dev
+    refused(["corpus", "ner", path, tmp_path / "o.spacy", "--dev-output", tmp_path / "x.spacy",
+             "--dev-split", "random"], "--dev-split must be one of ('last', 'shuffled'), got 'random'")
