@@ -10,8 +10,10 @@ in two stages as ULMFiT unfreezes: PIPELINE (a `model-best` trained with
 component unfrozen, so the listeners' gradients update the biLM as well as
 the task layers, at a smaller learning rate, again to an early stop on dev.
 Everything else (batcher, dropout, evaluation, score weights) is PIPELINE's
-own [training] block; OUTPUT_DIR gets model-best, model-last, log.jsonl,
-train.log (the console table), run_settings.json and wall_time.json as
+own [training] block, except that the elmo components leave its
+frozen_components (saying so: spaCy would leave them out of every update);
+OUTPUT_DIR gets model-best, model-last, log.jsonl, train.log (the console
+table), run_settings.json and wall_time.json as
 `scripts/train.py` writes them. Training goes through
 `spacy_elmo.resumable_training`: Ctrl-C, SIGTERM or --max-minutes end it
 after the current step with model-last saved (exit 130, 143 or 3: not

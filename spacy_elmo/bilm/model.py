@@ -11,7 +11,7 @@ cache), `train()` is training (autograd, dropout). Each sentence starts from
 zero state, so its vectors never depend on its batch; `stateful = True`
 carries each row's final state into the next call, as the reference did.
 """
-from typing import Callable, Dict, Iterator, List, Optional, Sequence, Tuple, Union
+from typing import Callable, Dict, Iterable, Iterator, List, Optional, Sequence, Tuple, Union
 
 import numpy
 import torch
@@ -322,7 +322,7 @@ class BiLM(nn.Module):
         return rows, outputs, final
 
     # -- bulk inference (engine/bulk.py) ---------------------------------------------
-    def embed(self, sentences: Sequence[Sequence[str]], batch_tokens: int = EMBED_BATCH_TOKENS,
+    def embed(self, sentences: Iterable[Sequence[str]], batch_tokens: int = EMBED_BATCH_TOKENS,
               max_batch_sentences: int = EMBED_BATCH_SENTENCES, precision: str = "float32") -> List[numpy.ndarray]:
         """(L+1, n_tokens, width) float32 arrays in input order, batched by length (the result does not
         depend on the batching). precision: "float32", or "bfloat16" / "float16" autocast."""

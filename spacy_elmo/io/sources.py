@@ -28,9 +28,11 @@ cheaply (`cache_records.check_entry`: a missing file or a changed size
 fails; a file whose modification time changed is hashed); `download` hashes
 every file. One process fetches an entry at a time (a lock in
 `locks/KEY.lock`); another that wants it waits, then uses it. A dead
-network, a truncated or corrupted file, a wrong checksum or an archive
+network, a truncated or corrupted file, a wrong checksum, an archive
 member that would land outside the model directory (absolute path, `..`, a
-link) is one `WeightsError` naming the URL or file, and leaves no entry
+link, a device) or is sparse, or an archive of more than 10,000 members or
+that unpacks to over 100 times its size is one `WeightsError` naming the URL
+or file, and leaves no entry
 behind. A full disk or a cache folder that cannot be written is the cache's
 error, not the download's. Once cached, a model resolves without the
 network, so a copied cache directory serves machines that run offline.
@@ -153,10 +155,10 @@ def resolve_source(
     for `load_model` to refuse).
 
     `cache` overrides `$SPACY_ELMO_CACHE`; `progress` shows a progress bar
-    on stderr while downloading, where stderr is a terminal; `refresh` fetches (or unpacks) it again even where the
-    cache has it, replacing the entry once the new copy loads (a damaged
-    entry's remedy). Raises `WeightsError` for anything that cannot give a
-    loadable model.
+    on stderr while downloading, where stderr is a terminal or a notebook's;
+    `refresh` fetches (or unpacks) it again even where the cache has it,
+    replacing the entry once the new copy loads (a damaged entry's remedy).
+    Raises `WeightsError` for anything that cannot give a loadable model.
     """
     parsed = parse_source(source)
     if parsed.kind == "directory":

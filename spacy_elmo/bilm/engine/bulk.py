@@ -32,7 +32,7 @@ PRECISIONS = {"float32": None, "float16": torch.float16, "bfloat16": torch.bfloa
 
 def embed(
     bilm: "BiLM",
-    sentences: Sequence[Sequence[str]],
+    sentences: Iterable[Sequence[str]],
     batch_tokens: int = EMBED_BATCH_TOKENS,
     max_batch_sentences: int = EMBED_BATCH_SENTENCES,
     precision: str = "float32",
