@@ -10,7 +10,8 @@ from wasabi import msg
 from ._util import fail, pick_device
 
 # errors of a write that failed for want of room or rights, which --resume can continue after
-_WRITE_ERRNOS = {errno.ENOSPC, errno.EDQUOT, errno.EROFS, errno.EACCES, errno.EPERM, errno.EFBIG}
+_WRITE_ERRNOS = {errno.ENOSPC, getattr(errno, "EDQUOT", errno.ENOSPC), errno.EROFS, errno.EACCES, errno.EPERM,
+                 errno.EFBIG}  # EDQUOT: not on Windows
 
 
 def pretrain_cli(
