@@ -7,11 +7,12 @@ from typing import List, Optional, Tuple
 import typer
 from wasabi import msg
 
+from ..io.errors import WRITE_ERRNOS
 from ._util import fail, pick_device
 
-# errors of a write that failed for want of room or rights, which --resume can continue after
-_WRITE_ERRNOS = {errno.ENOSPC, getattr(errno, "EDQUOT", errno.ENOSPC), errno.EROFS, errno.EACCES, errno.EPERM,
-                 errno.EFBIG}  # EDQUOT: not on Windows
+# errors of a write that failed for want of room or rights (or a file past the file system's size),
+# which --resume can continue after
+_WRITE_ERRNOS = WRITE_ERRNOS | {errno.EFBIG}
 
 
 def pretrain_cli(

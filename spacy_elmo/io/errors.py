@@ -1,5 +1,14 @@
 """Errors raised when a weight directory cannot be read or written."""
+import errno
+
 from ..bilm.errors import SpacyElmoError
+
+# an OSError's errno when a write failed for want of room or rights: no space, a quota (not on Windows),
+# a read-only file system, no permission
+WRITE_ERRNOS = frozenset(
+    code for code in (errno.ENOSPC, getattr(errno, "EDQUOT", None), errno.EROFS, errno.EACCES, errno.EPERM)
+    if code is not None
+)
 
 
 class WeightsError(SpacyElmoError, ValueError):
@@ -15,4 +24,4 @@ class DamagedFileError(WeightsError):
     `download --force`); a model this version refuses for its contents is a plain WeightsError."""
 
 
-__all__ = ["DamagedFileError", "WeightsError"]
+__all__ = ["DamagedFileError", "WRITE_ERRNOS", "WeightsError"]

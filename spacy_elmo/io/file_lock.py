@@ -13,15 +13,14 @@ from typing import Iterator
 
 
 @contextmanager
-def waiting_lock(path: Path, waiting: str) -> Iterator[bool]:
+def waiting_lock(path: Path, waiting: str) -> Iterator[None]:
     """Hold the file lock `path` for the block; where another process holds it, print `waiting` (to
     stderr) and wait for it. Where the file system has no locks (no flock), the block runs unlocked:
-    the callers' renames still keep their entries whole. Yields whether the lock is held (a lock may
-    still hold on this machine only, where the file system is shared over a network)."""
+    the callers' renames still keep their entries whole."""
     from filelock import FileLock, Timeout
 
     if not _locks_work(path):
-        yield False
+        yield
         return
     lock = FileLock(str(path))
     try:
@@ -31,10 +30,10 @@ def waiting_lock(path: Path, waiting: str) -> Iterator[bool]:
             print(waiting, file=sys.stderr, flush=True)
             lock.acquire()
     except (OSError, NotImplementedError):  # NotImplementedError: filelock 3's word for "no flock here"
-        yield False
+        yield
         return
     try:
-        yield True
+        yield
     finally:
         lock.release()
 

@@ -58,18 +58,13 @@ from .atomic import fsync
 from .catalogue import CatalogueFile, lookup
 from .cache_records import MARKER, check_entry, damaged_entry_hint, record_contents
 from .checksum import sha256_file
-from .errors import WeightsError
+from .errors import WRITE_ERRNOS, WeightsError
 from .file_lock import waiting_lock
 
 CACHE_ENV = "SPACY_ELMO_CACHE"
 DOWNLOAD_TIMEOUT = 60  # seconds without data before a download is given up
 _ARCHIVE_SUFFIX = re.compile(r"\.(zip|tar|tgz|tar\.gz|tar\.bz2|tbz2|tar\.xz|txz)$", re.IGNORECASE)
 _NOT_FOUND_HINT = "`python -m spacy_elmo info --list` lists the catalogue names"
-# errors of writing into the cache: no space, a quota, a read-only file system, no permission
-_WRITE_ERRNOS = frozenset(
-    code for code in (errno.ENOSPC, getattr(errno, "EDQUOT", None), errno.EROFS, errno.EACCES, errno.EPERM)
-    if code is not None
-)
 _SPACE_ERRNOS = frozenset(code for code in (errno.ENOSPC, getattr(errno, "EDQUOT", None)) if code is not None)
 
 SourceLike = Union[str, "os.PathLike[str]", Sequence[str]]
@@ -244,7 +239,7 @@ def _inside(path: Path, folder: Path) -> bool:
 
 def _write_failure(err: BaseException) -> bool:
     """Whether `err` is the cache refusing a write (not the network, not a bad archive)."""
-    return isinstance(err, PermissionError) or (isinstance(err, OSError) and err.errno in _WRITE_ERRNOS)
+    return isinstance(err, PermissionError) or (isinstance(err, OSError) and err.errno in WRITE_ERRNOS)
 
 
 @contextmanager

@@ -10,13 +10,14 @@ the lock, which a lock holding on one machine only (a cache shared over NFS or F
 another machine's run mid-write; and that with filelock 3 on a file system without flock (NFS without
 a lock daemon: ENOLCK) the lock waited for ever, saying another run was tokenizing.
 """
-import io
 import os
 import sys
 import threading
 
 from spacy_elmo.pretrain import text_corpus
 from spacy_elmo.pretrain.text_corpus import TokenizedCorpus
+
+from .watched_stderr import WatchedStderr
 
 
 def test_what_a_killed_run_left_is_removed_and_the_cache_is_complete(small_corpus, tmp_path):
@@ -50,19 +51,6 @@ def test_what_a_killed_run_left_is_removed_and_the_cache_is_complete(small_corpu
     assert not list(cache.glob(".*.lock"))  # the lock file goes once the entry is complete
 
 
-class _Watched(io.StringIO):
-    """stderr, setting `event` when a run says it waits for another."""
-
-    def __init__(self, event: threading.Event) -> None:
-        super().__init__()
-        self.event = event
-
-    def write(self, text: str) -> int:
-        if "another run is tokenizing" in text:
-            self.event.set()
-        return super().write(text)
-
-
 def test_a_second_run_waits_for_the_first_and_reads_its_cache(small_corpus, tmp_path, monkeypatch):
     tokenized = text_corpus._tokenized_lines
     calls = []
@@ -78,7 +66,7 @@ def test_a_second_run_waits_for_the_first_and_reads_its_cache(small_corpus, tmp_
             yield tokens
 
     monkeypatch.setattr(text_corpus, "_tokenized_lines", held)
-    monkeypatch.setattr(sys, "stderr", _Watched(second_waits_or_ended))
+    monkeypatch.setattr(sys, "stderr", WatchedStderr(second_waits_or_ended, "another run is tokenizing"))
     results, errors = {}, {}
 
     def run(name):

@@ -7,7 +7,6 @@ away under the first (`keys.npy`: no such file, exit 1). And `atomic_path`'s tem
 named from the PID alone, so two runs in two containers (PID namespaces) sharing `[paths] cache`
 wrote one temporary file, and the second commit failed.
 """
-import io
 import os
 import sys
 import threading
@@ -19,22 +18,11 @@ from spacy_elmo.io import atomic
 from spacy_elmo.pretrain import teacher_cache
 from spacy_elmo.pretrain.text_corpus import TokenizedCorpus
 
+from .watched_stderr import WatchedStderr
+
 pytest.importorskip("transformers", reason="distillation needs transformers (the distill extra)")
 
 from spacy_elmo.pretrain.distill import Teacher  # noqa: E402
-
-
-class _Watched(io.StringIO):
-    """stderr, setting `event` when a build says it waits for another."""
-
-    def __init__(self, event: threading.Event) -> None:
-        super().__init__()
-        self.event = event
-
-    def write(self, text: str) -> int:
-        if "another run is building" in text:
-            self.event.set()
-        return super().write(text)
 
 
 def _vectors(cache) -> numpy.ndarray:
@@ -62,7 +50,7 @@ def test_a_second_build_waits_for_the_first_and_reads_its_cache(teacher_dir, sma
                 go_on.wait()
             return super().token_vectors(segments)
 
-    monkeypatch.setattr(sys, "stderr", _Watched(second_waits_or_ended))
+    monkeypatch.setattr(sys, "stderr", WatchedStderr(second_waits_or_ended, "another run is building"))
     results, errors = {}, {}
 
     def run(name, teacher):
