@@ -103,6 +103,10 @@ warmup_steps = 0
 # the first N steps train the softmax alone, the biLM held fixed: for runs that
 # start (init_from) from a model without a softmax
 softmax_warmup_steps = 0
+# parameters the whole run leaves as they start: fnmatch globs over the language model's parameter
+# names, e.g. ["bilm.token_encoder.*", "bilm.lstm.*.0"] trains only the top LSTM layer and the softmax
+# of an init_from model ([]: everything trains; see spacy_elmo/pretrain/freezing.py)
+frozen = []
 grad_clip = 10.0
 eval_every = 1000
 checkpoint_every = 200
@@ -257,6 +261,7 @@ class TrainingSchema(BaseModel):
     schedule: Literal["constant", "linear", "cosine"]
     warmup_steps: int = Field(ge=0)
     softmax_warmup_steps: int = Field(ge=0)
+    frozen: List[str] = Field(description='a list of patterns, e.g. ["bilm.lstm.*.0"]')
     grad_clip: float = Field(ge=0)
     eval_every: int = Field(ge=1)
     checkpoint_every: int = Field(ge=1)
@@ -457,6 +462,8 @@ def check_resume_config(config: Config, saved: Optional[str], checkpoint: Path, 
                 continue  # a setting added since the checkpoint was written, at its default
             before = old.get(section, {}).get(key)
             if before != value:
+                if (section, key) == ("training", "frozen"):
+                    continue  # compared by what it freezes, once the model is built (pretrain/freezing.py)
                 (structural if section in ("model", "softmax", "vocab") else other).append(
                     f"[{section}] {key}: {before!r} -> {value!r}"
                 )

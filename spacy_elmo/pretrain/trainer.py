@@ -50,6 +50,7 @@ from .distill import (
     DistilledLM, DistillError, DistillTargets, Teacher, batch_sentences, build_distillation, resolve_teacher,
 )
 from .distributed import Dist, check_replicas, init_distributed, launched_world_size, shutdown
+from .freezing import changed_on_resume, check_objective_trains, freeze_parameters, grouped, parameter_names
 from .init_from import continue_from, model_word_table, resume_architecture, start_model, start_provenance
 from .plot import plot_perplexity, read_log
 from .progress import Progress, StopFlag, Window
@@ -307,6 +308,7 @@ class Trainer:
             self.lm.bilm.set_word_table(table_vectors)
         if start is not None:
             self.start_metadata = continue_from(self.lm, start, self.train_corpus.counts())
+        self.frozen = self._freeze(state, start)
         if state is None and self.config["paths"].get("softmax_init"):
             if start is not None and start.head is not None:
                 raise SettingsError("[paths] softmax_init: the init_from model brings its own softmax; unset one")
@@ -373,6 +375,31 @@ class Trainer:
                 )
             self.dist.barrier()
         return cached
+
+    def _freeze(self, state: Optional[Dict[str, Any]], start: Optional[NativeModel]) -> List[str]:
+        """`[training] frozen` applied to the language model: checked against the checkpoint's setting
+        when resuming, and against what the run's objective needs; the frozen names, reported."""
+        training = self.config["training"]
+        names = parameter_names(self.lm)
+        frozen = freeze_parameters(self.lm, training["frozen"])
+        if state is not None and state.get("config"):
+            saved = Config().from_str(state["config"], interpolate=False).get("training", {}).get("frozen")
+            changed = changed_on_resume(names, training["frozen"], saved)
+            if changed:
+                raise SettingsError(f"{self.paths.checkpoint}: {changed}")
+        check_objective_trains(self.lm, frozen, training)
+        if frozen and self.dist.is_main:
+            from wasabi import msg
+
+            msg.info(f"[training] frozen: {len(frozen)} of {len(names)} parameter tensors ({grouped(frozen)})")
+            if state is None and start is None:
+                msg.warn("[training] frozen: the run starts from random weights (no [paths] init_from), "
+                         "and the frozen ones stay random")
+            elif state is None and start is not None and start.head is None and any(
+                    name.startswith("head.") for name in frozen):
+                msg.warn(f"[training] frozen: {self.config['paths']['init_from']} has no softmax, and the new "
+                         "one stays as it starts")
+        return frozen
 
     def _init_softmax(self, directory: str, loaded: Optional[Tuple[str, NativeModel]] = None) -> None:
         """[paths] softmax_init: the softmax's output embeddings start from that table's vectors
