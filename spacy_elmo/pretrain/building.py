@@ -2,7 +2,7 @@
 schedule, the precision."""
 import math
 from contextlib import nullcontext
-from typing import Any, ContextManager, Iterable, Optional
+from typing import Any, ContextManager, Iterable, List, Optional
 
 import torch
 from confection import Config
@@ -10,8 +10,11 @@ from confection import Config
 from ..bilm.config import BiLMConfig, OptionsError
 from ..bilm.language_model import LanguageModel, SoftmaxHead
 from ..bilm.model import BiLM
-from ..bilm.vocab import Vocabulary, WordTableVocabulary
+from ..bilm.vocab import SPECIAL_TOKENS, Vocabulary, WordTableVocabulary
 from .settings import SettingsError
+
+LARGEST_VOCAB = 1_000_000
+"""More words than a run's softmax has (the adaptive one's clusters grow with them, up to three)."""
 
 
 def build_language_model(
@@ -27,10 +30,28 @@ def build_language_model(
     from the table, not from `[model]`); its pretrained rows are left for the caller to
     fill (`BiLM.set_word_table`, or a checkpoint's or start model's weights).
     """
+    bilm_config = model_config(config, len(vocab), word_table_vocab, word_table_dim)
+    bilm = BiLM(
+        bilm_config,
+        vocab=vocab if not bilm_config.use_character_inputs else None,
+        boundary_strings=config["training"]["mode"] == "stream",
+        word_table_vocab=word_table_vocab,
+    )
+    bilm.reset_parameters(seed)
+    softmax = config["softmax"]
+    head = SoftmaxHead(len(vocab), bilm_config.projection_dim, softmax["kind"], softmax["n_samples"])
+    head.reset_parameters(torch.Generator().manual_seed(seed + 1))
+    return LanguageModel(bilm, vocab, head)
+
+
+def model_config(
+    config: Config, n_vocab: int, word_table_vocab: Optional[WordTableVocabulary] = None, word_table_dim: int = 0
+) -> BiLMConfig:
+    """`[model]` as the BiLMConfig of a run with `n_vocab` words and that word table (None: none)."""
     model_cfg = dict(config["model"])
     model_cfg["filters"] = [tuple(f) for f in model_cfg["filters"]]
     if not model_cfg.get("use_character_inputs", True):
-        model_cfg["n_tokens_vocab"] = len(vocab)
+        model_cfg["n_tokens_vocab"] = n_vocab
     trainable = bool(model_cfg.pop("word_table_trainable", False))
     if word_table_vocab is not None:
         model_cfg.update(
@@ -45,17 +66,25 @@ def build_language_model(
         bilm_config = BiLMConfig(**model_cfg)
     except (TypeError, OptionsError) as err:
         raise SettingsError(f"[model]: {err}") from None
-    bilm = BiLM(
-        bilm_config,
-        vocab=vocab if not bilm_config.use_character_inputs else None,
-        boundary_strings=config["training"]["mode"] == "stream",
-        word_table_vocab=word_table_vocab,
-    )
-    bilm.reset_parameters(seed)
-    softmax = config["softmax"]
-    head = SoftmaxHead(len(vocab), bilm_config.projection_dim, softmax["kind"], softmax["n_samples"])
-    head.reset_parameters(torch.Generator().manual_seed(seed + 1))
-    return LanguageModel(bilm, vocab, head)
+    return bilm_config
+
+
+def parameter_names_of(config: Config) -> List[str]:
+    """The parameter names a language model of this config can have, known before the corpus is read
+    (`[training] frozen` is checked against them first): built on the meta device (no memory, no
+    initialisation) with a word table wherever the model can have one and a softmax over more words
+    than any run's, so that every name a run's model gets is among them (whether there is a table,
+    and the adaptive softmax's last clusters, are decided by the data or the init_from model)."""
+    characters = bool(config["model"].get("use_character_inputs", True))
+    table = WordTableVocabulary(["a"]) if characters else None
+    words = Vocabulary(SPECIAL_TOKENS)
+    with torch.device("meta"):
+        bilm_config = model_config(config, len(words), table, 1 if table else 0)
+        bilm = BiLM(bilm_config, vocab=None if characters else words, word_table_vocab=table)
+        softmax = config["softmax"]
+        head = SoftmaxHead(LARGEST_VOCAB, bilm_config.projection_dim, softmax["kind"], softmax["n_samples"])
+    return [f"bilm.{name}" for name, _ in bilm.named_parameters()] + [
+        f"head.{name}" for name, _ in head.named_parameters()]
 
 
 def init_softmax_from_table(

@@ -13,7 +13,8 @@ parameter names (`bilm.token_encoder.conv_weights.0`, `bilm.lstm.weight_ih.1`,
 Only the language model's: `[training.distill]`'s map starts anew in every
 run and always trains. A pattern that matches nothing is an error listing
 the parameters, so that a misspelt pattern never trains what it meant to
-freeze; so is a set that leaves a part of the objective nothing to train.
+freeze (raised before the corpus is tokenized); so is a set that leaves a
+part of the objective nothing to train.
 Frozen parameters get `requires_grad=False`: no gradient, no optimizer
 state, no share of `grad_clip`'s norm; they are saved with the model as ever.
 """
@@ -21,8 +22,13 @@ import fnmatch
 from typing import Any, Dict, List, Mapping, Optional, Sequence
 
 import torch
+from confection import Config
 
+from .building import parameter_names_of
 from .settings import SettingsError
+
+WORD_TABLE = "bilm.token_encoder.word_table"
+"""The word table's pretrained rows (its learned specials are `bilm.token_encoder.word_specials`)."""
 
 
 def parameter_names(model: torch.nn.Module) -> List[str]:
@@ -36,22 +42,48 @@ def matched_names(names: Sequence[str], patterns: Sequence[str]) -> List[str]:
     return [name for name in names if any(fnmatch.fnmatchcase(name, pattern) for pattern in patterns)]
 
 
-def freeze_parameters(model: torch.nn.Module, patterns: Sequence[str]) -> List[str]:
-    """Set `requires_grad=False` on every parameter of `model` whose name matches one of
-    `patterns`; returns the frozen names. SettingsError, before anything is frozen, for a
-    pattern that matches no parameter, and for patterns that leave nothing to train."""
+def check_frozen_setting(config: Config, new_table: bool) -> None:
+    """`[training] frozen` checked before the corpus is read: a pattern that matches no parameter
+    this config's model can have, and, where a run starts with a word table (`new_table`: from
+    [paths] word_table or the init_from model; not on a resume, whose checkpoint's setting stands),
+    that table both trainable and frozen, are SettingsErrors (the run would otherwise tokenize its
+    corpus first, minutes on a large one). What only the data decide (the adaptive softmax's
+    clusters) `freeze_parameters` checks."""
+    patterns = config["training"]["frozen"]
     if not patterns:
-        return []
-    names = parameter_names(model)
+        return
+    check_patterns_match(parameter_names_of(config), patterns)
+    if new_table and config["model"].get("word_table_trainable") and matched_names([WORD_TABLE], patterns):
+        raise SettingsError(
+            f"[training] frozen freezes the word table ({WORD_TABLE}) that [model] word_table_trainable = true "
+            "trains: set word_table_trainable = false, or leave the table out of frozen"
+        )
+
+
+def check_patterns_match(names: Sequence[str], patterns: Sequence[str]) -> None:
+    """SettingsError for the patterns that match none of `names`, listing the names."""
     unmatched = [pattern for pattern in patterns if not matched_names(names, [pattern])]
     if unmatched:
         raise SettingsError(
             f"[training] frozen: {', '.join(repr(p) for p in unmatched)} matches no parameter of the language "
             f"model; its parameters are {grouped(names)}"
         )
+
+
+def freeze_parameters(model: torch.nn.Module, patterns: Sequence[str], names: Optional[Sequence[str]] = None
+                      ) -> List[str]:
+    """Set `requires_grad=False` on every parameter of `model` whose name matches one of
+    `patterns`; returns the frozen names. `names`: `parameter_names(model)`, where the caller
+    has it. SettingsError, before anything is frozen, for a pattern that matches no parameter,
+    and for patterns that leave nothing to train."""
+    if not patterns:
+        return []
+    names = parameter_names(model) if names is None else names
+    check_patterns_match(names, patterns)
     frozen = matched_names(names, patterns)
     parameters = dict(model.named_parameters())
-    if all(name in set(frozen) or not parameters[name].requires_grad for name in names):
+    frozen_set = set(frozen)
+    if all(name in frozen_set or not parameters[name].requires_grad for name in names):
         raise SettingsError(f"[training] frozen = {list(patterns)!r} freezes every parameter: nothing would train")
     for name in frozen:
         parameters[name].requires_grad_(False)

@@ -50,7 +50,9 @@ from .distill import (
     DistilledLM, DistillError, DistillTargets, Teacher, batch_sentences, build_distillation, resolve_teacher,
 )
 from .distributed import Dist, check_replicas, init_distributed, launched_world_size, shutdown
-from .freezing import changed_on_resume, check_objective_trains, freeze_parameters, grouped, parameter_names
+from .freezing import (
+    changed_on_resume, check_frozen_setting, check_objective_trains, freeze_parameters, grouped, parameter_names,
+)
 from .init_from import continue_from, model_word_table, resume_architecture, start_model, start_provenance
 from .plot import plot_perplexity, read_log
 from .progress import Progress, StopFlag, Window
@@ -223,8 +225,9 @@ class Trainer:
                 "or choose another output directory"
             )
         state = load_checkpoint(self.paths.checkpoint) if resume else None
+        start = self._architecture(state)  # before the corpus: what is wrong in the settings shows at once
         self.prepare_data(state)
-        self._build(state)
+        self._build(state, start)
         if self.dist.is_main:
             self.paths.config.write_text(self.config.to_str(), encoding="utf-8")
             self.vocab.to_file(self.paths.root / "vocab.txt")
@@ -272,20 +275,30 @@ class Trainer:
             "replica_checksums": replicas,
         }
 
-    def _build(self, state: Optional[Dict[str, Any]]) -> None:
-        """The vocabulary, the language model (from scratch, from [paths] init_from, or
-        from the checkpoint `state` when resuming), the optimizer and the sampler."""
+    def _architecture(self, state: Optional[Dict[str, Any]]) -> Optional[NativeModel]:
+        """The config's [model] made the run's, and checked with `[training] frozen`, before the corpus
+        is read: the checkpoint's when resuming (which must match the config), else the [paths]
+        init_from model's, which is returned (None: a run from scratch or a resume)."""
         start: Optional[NativeModel] = None
-        table_vectors: Optional[torch.Tensor] = None
         if state is not None:
             # an init_from run's [model] is its start model's: take it again, as start_model did
             resume_architecture(self.config, state.get("config"), report=self.dist.is_main)
             check_resume_config(self.config, state.get("config"), self.paths.checkpoint, report=self.dist.is_main)
+        else:
+            start = start_model(self.config, report=self.dist.is_main)
+        table = bool(self.config["paths"].get("word_table")) or (start is not None and start.bilm.config.has_word_table)
+        check_frozen_setting(self.config, new_table=state is None and table)
+        return start
+
+    def _build(self, state: Optional[Dict[str, Any]], start: Optional[NativeModel]) -> None:
+        """The vocabulary, the language model (from scratch, from the init_from model `start`, or
+        from the checkpoint `state` when resuming), the optimizer and the sampler."""
+        table_vectors: Optional[torch.Tensor] = None
+        if state is not None:
             self.vocab = Vocabulary(state["vocab"])
             self.start_metadata = start_provenance(self.config)
             self.word_table = state.get("word_table")  # its rows are in the checkpoint's weights
         else:
-            start = start_model(self.config, report=self.dist.is_main)
             if start is not None and start.head is not None and start.vocab is not None:
                 self.vocab = start.vocab  # its softmax comes with its vocabulary
             else:
@@ -381,7 +394,7 @@ class Trainer:
         when resuming, and against what the run's objective needs; the frozen names, reported."""
         training = self.config["training"]
         names = parameter_names(self.lm)
-        frozen = freeze_parameters(self.lm, training["frozen"])
+        frozen = freeze_parameters(self.lm, training["frozen"], names)
         if state is not None and state.get("config"):
             saved = Config().from_str(state["config"], interpolate=False).get("training", {}).get("frozen")
             changed = changed_on_resume(names, training["frozen"], saved)

@@ -21,8 +21,9 @@ def _trainer(config_path, files, out, **extra):
     """A Trainer with its data prepared and its model built, ready for `_step`."""
     config = load_config(config_path, _overrides(files, **extra))
     trainer = Trainer(config, out, device="cpu", progress=False)
+    start = trainer._architecture(None)
     trainer.prepare_data()
-    trainer._build(None)
+    trainer._build(None, start)
     trainer.bar = tqdm(disable=True)
     trainer.started = time.perf_counter()
     return trainer

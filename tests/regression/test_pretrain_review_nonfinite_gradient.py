@@ -23,8 +23,8 @@ POISONED = 4  # the step whose gradient is inf
 class InfGradientAt(Trainer):
     """A trainer whose character embedding gets an inf gradient at step POISONED."""
 
-    def _build(self, state):
-        super()._build(state)
+    def _build(self, state, start):
+        super()._build(state, start)
         weight = self.lm.bilm.token_encoder.char_embed
 
         def hook(grad):
