@@ -29,6 +29,7 @@ WITHOUT_SPACY = [
     "spacy_elmo.io.token_vocabularies",
     "spacy_elmo.io.options",
     "spacy_elmo.io.published",
+    "spacy_elmo.io.saved_pipeline",
     "spacy_elmo.machine",
     *PRETRAIN,
 ]

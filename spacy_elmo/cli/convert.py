@@ -8,11 +8,13 @@ from wasabi import msg
 from ._util import fail, load_weights_or_fail
 
 # formats whose loaders describe the model in its metadata (`source`, `format`): they carry none of their own
-_FOREIGN_FORMATS = ("published", "elmoformanylangs")
+# (a pipeline's elmo component saves its biLM without the metadata of the model it started from)
+_FOREIGN_FORMATS = ("published", "elmoformanylangs", "spacy-pipeline")
 
 
 def convert_cli(
-    input_dir: str = typer.Argument(..., help="Model to convert: a directory, archive, URL or catalogue name"),
+    input_dir: str = typer.Argument(
+        ..., help="Model to convert: a directory (a saved spaCy pipeline too), archive, URL or catalogue name"),
     output_dir: Path = typer.Argument(..., help="Directory to write"),
     to: str = typer.Option("native", "--to", "-t", help="Target format: native or published"),
     no_softmax: bool = typer.Option(False, "--no-softmax", help="Native target: leave the softmax out"),
@@ -27,7 +29,8 @@ def convert_cli(
     """Convert biLM weights: published <-> native, and ELMoForManyLangs -> native.
 
     Published: options.json + weights.hdf5. ELMoForManyLangs: config.json,
-    char.dic, word.dic, token_embedder.pkl and encoder.pkl.
+    char.dic, word.dic, token_embedder.pkl and encoder.pkl. A saved spaCy
+    pipeline (e.g. a fine-tuned one's model-best) gives the biLM it holds.
 
     Published output is readable by AllenNLP, bilm-tf and any tool that reads
     the published ELMo files; the softmax (not part of that format) is dropped.

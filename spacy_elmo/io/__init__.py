@@ -1,5 +1,5 @@
-"""Weight formats: the published `options.json` + `weights.hdf5`, the native format, and
-ELMoForManyLangs' layout.
+"""Weight formats: the published `options.json` + `weights.hdf5`, the native format,
+ELMoForManyLangs' layout, and a saved spaCy pipeline's `elmo` component.
 
 `load_bilm(path)` is the one function users need: PATH is a directory in
 any of these layouts (or an archive, URL or catalogue name); `load_model`
@@ -25,6 +25,7 @@ from .native import (
 )
 from .options import config_from_options, config_to_options, published_shapes
 from .published import export_published, load_published, read_options
+from .saved_pipeline import is_pipeline, load_pipeline_bilm
 from .sources import CACHE_ENV, cache_dir, damaged_entry_hint, parse_source, resolve_source
 
 PathLike = Union[str, Path]
@@ -78,8 +79,9 @@ def _load_directory(path: Path, with_softmax: bool) -> NativeModel:
         raise WeightsError(f"{path}: no such directory")
     if not path.is_dir():
         raise WeightsError(
-            f"{path}: expected a directory holding elmo.json, options.json + weights.hdf5, or an "
-            "ELMoForManyLangs model (config.json, char.dic, word.dic, *.pkl)"
+            f"{path}: expected a directory holding elmo.json, options.json + weights.hdf5, an "
+            "ELMoForManyLangs model (config.json, char.dic, word.dic, *.pkl) or a spaCy pipeline with an elmo "
+            "component"
         )
     check_one_layout(path)
     if is_native(path):
@@ -87,6 +89,8 @@ def _load_directory(path: Path, with_softmax: bool) -> NativeModel:
     native_files = layouts_in(path).get("native")
     if native_files:
         raise WeightsError(f"{path}: an incomplete native model ({', '.join(native_files)} but no {META_FILE})")
+    if is_pipeline(path):  # a fine-tuned pipeline's biLM (it has no softmax)
+        return load_pipeline_bilm(path)
     if is_manylangs(path) or "ELMoForManyLangs" in layouts_in(path):  # an incomplete one: it names what is missing
         return NativeModel(load_manylangs(path), metadata={"source": str(path), "format": "elmoformanylangs"})
     options, weights, vocab = find_published_files(path)
@@ -107,6 +111,7 @@ __all__ = [
     "load_native",
     "save_native",
     "load_native_bytes",
+    "load_pipeline_bilm",
     "save_native_bytes",
     "is_native_bytes",
     "read_meta",
