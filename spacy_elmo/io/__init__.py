@@ -1,5 +1,5 @@
 """Weight formats: the published `options.json` + `weights.hdf5`, the native format,
-ELMoForManyLangs' layout, and a saved spaCy pipeline's `elmo` component.
+ELMoForManyLangs' layout, and the biLM a saved spaCy pipeline holds.
 
 `load_bilm(path)` is the one function users need: PATH is a directory in
 any of these layouts (or an archive, URL or catalogue name); `load_model`

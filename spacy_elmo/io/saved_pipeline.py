@@ -69,9 +69,10 @@ def load_pipeline_bilm(directory: PathLike) -> NativeModel:
         pipeline = directory
     else:
         pipeline, name = directory.parent, directory.name
-        if name not in pipeline_components(pipeline):
+        components = pipeline_components(pipeline)
+        if name not in components:
             raise WeightsError(f"{directory}: not the folder of a component of the pipeline {pipeline}")
-        data = _one_bilm(directory / MODEL_FILE, name, pipeline_components(pipeline)[name])
+        data = _one_bilm(directory / MODEL_FILE, name, components[name])
     folder = pipeline / name
     metadata: Dict[str, Any] = {"source": str(folder), "format": "spacy-pipeline", "component": name}
     for key in ("weights", "initialized_from"):  # where an elmo component's biLM started: its setting, or loader
