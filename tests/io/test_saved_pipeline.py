@@ -168,3 +168,16 @@ def test_a_pipeline_saved_without_its_elmo_component_says_so(tuned_pipeline, tmp
     nlp.to_disk(tmp_path / "excluded", exclude=["elmo"])
     with pytest.raises(WeightsError, match=r"'elmo' has no saved files .*saved without it"):
         load_model(tmp_path / "excluded")
+
+
+def test_a_pipeline_in_an_archive_loads_through_the_cache(tuned_pipeline, tmp_path, monkeypatch):
+    """`spacy package`-free sharing: a pipeline tarred with its folder is a model source like any archive."""
+    from .model_server import make_tar, use_cache
+
+    nlp, path = tuned_pipeline
+    use_cache(tmp_path, monkeypatch)
+    archive = make_tar(path, tmp_path / "pipeline.tar.gz", prefix="model-best/")
+    model = load_model(archive)
+    assert model.metadata["format"] == "spacy-pipeline"
+    saved = nlp.get_pipe("elmo").bilm.state_dict()
+    assert all(torch.equal(model.bilm.state_dict()[name], saved[name]) for name in saved)
