@@ -250,7 +250,8 @@ def join(args) -> None:
     print(f"joined {len(manifest)} files into {model_dir}")
 
 
-def main() -> None:
+def build_parser() -> argparse.ArgumentParser:
+    """The three steps' options (`--help`, and the docs' tables, which the tests check against it)."""
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     sub = parser.add_subparsers(dest="step", required=True)
     config = str(ROOT / "configs" / "pretrain_gpu_2x1024_256.cfg")
@@ -258,7 +259,7 @@ def main() -> None:
     p.add_argument("--work", default="runs/gpu", help="the folder the device call carries (%(default)s)")
     p.add_argument("--config", default=config, help="its [corpus] tokenizer and lang tokenize the text")
     p.add_argument("--data", default=str(ROOT.parent / "shared" / "data" / "pretrain_en"),
-                   help="the pretraining text's folder: train.txt.gz, dev.txt.gz")
+                   help="the pretraining text's folder: train.txt.gz, heldout.txt.gz")
     p.add_argument("--word-table", help="a table scripts/build_word_table.py built (the embedded model's recipe)")
     p.add_argument("--python-version", default="3.12", help="the device machine's Python, for the wheels")
     p.add_argument("--minutes", type=float, default=6, help="training minutes the printed call asks for")
@@ -273,7 +274,11 @@ def main() -> None:
     j = sub.add_parser("join", help="here: reassemble the parts into a model directory")
     j.add_argument("parts", help="the folder run wrote (the device call's files)")
     j.add_argument("model", help="the native model directory to write")
-    args, overrides = parser.parse_known_args()
+    return parser
+
+
+def main() -> None:
+    args, overrides = build_parser().parse_known_args()
     if args.step == "prepare":
         prepare(args)
     elif args.step == "run":
