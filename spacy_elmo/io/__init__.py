@@ -56,7 +56,7 @@ def _pick(directory: Path, names: Sequence[str], pattern: str, what: str) -> Pat
 def load_model(path: Optional[PathLike] = None, with_softmax: bool = True) -> NativeModel:
     """The model `path` names, in any supported layout; None: the package's embedded English model.
 
-    `path`: a directory, an archive, a URL or a catalogue name (`resolve_source`).
+    `path`: a directory, an archive, a URL, a catalogue name or an installed pipeline package (`resolve_source`).
     Published and ELMoForManyLangs weights have no softmax. The registered
     loaders (`spacy_elmo.layers.loaders`) read through this and the format
     readers; the component and the commands get their weights through those.

@@ -11,9 +11,12 @@
   accepted too; in Python also a tuple `(options_url, weights_url)`):
   fetched once into the cache;
 - a name from the catalogue (`python -m spacy_elmo info --list`), e.g.
-  `small`, `efml-zh`, `nlpl-210`: its URLs, fetched the same way.
+  `small`, `efml-zh`, `nlpl-210`: its URLs, fetched the same way;
+- the name of an installed spaCy pipeline package (`spacy package`, then
+  `pip install`), e.g. `en_elmo_tagger`: its pipeline folder, read in place.
 
-A local path wins over a catalogue name of the same spelling.
+A local path wins over a catalogue name of the same spelling, and a
+catalogue name over a package.
 
 The cache is `$SPACY_ELMO_CACHE`, else the user cache directory
 (`pooch.os_cache("spacy-elmo")`); a model lives in `models/KEY/`, KEY
@@ -60,6 +63,7 @@ from .cache_records import MARKER, check_entry, damaged_entry_hint, record_conte
 from .checksum import sha256_file
 from .errors import WRITE_ERRNOS, WeightsError
 from .file_lock import waiting_lock
+from .installed import installed_pipeline
 
 CACHE_ENV = "SPACY_ELMO_CACHE"
 DOWNLOAD_TIMEOUT = 60  # seconds without data before a download is given up
@@ -126,7 +130,12 @@ def parse_source(source: SourceLike) -> Source:
     entry = lookup(text) if text else None
     if entry is not None:
         return Source("remote", entry.name, files=entry.files, name=entry.name)
-    raise WeightsError(f"{text}: no such directory, archive, URL or catalogue name ({_NOT_FOUND_HINT})")
+    package = installed_pipeline(text)
+    if package is not None:
+        return Source("directory", text, path=package)
+    raise WeightsError(
+        f"{text}: no such directory, archive, URL, catalogue name or installed pipeline package ({_NOT_FOUND_HINT})"
+    )
 
 
 def _remote_pair(parts: Sequence[str], label: str) -> Source:

@@ -181,3 +181,32 @@ def test_a_pipeline_in_an_archive_loads_through_the_cache(tuned_pipeline, tmp_pa
     assert model.metadata["format"] == "spacy-pipeline"
     saved = nlp.get_pipe("elmo").bilm.state_dict()
     assert all(torch.equal(model.bilm.state_dict()[name], saved[name]) for name in saved)
+
+
+def test_an_installed_pipeline_package_is_a_source_by_its_name(tuned_pipeline, tmp_path, monkeypatch):
+    """What `spacy package` builds (and pip installs) is found by its package name, as spacy.load finds it."""
+    from spacy.cli.package import package
+
+    from spacy_elmo.io import resolve_source
+
+    nlp, path = tuned_pipeline
+    (tmp_path / "packages").mkdir()
+    package(path, tmp_path / "packages", name="elmo_source_test", version="1.2.3", create_sdist=False)
+    site = tmp_path / "packages" / "en_elmo_source_test-1.2.3"
+    monkeypatch.syspath_prepend(str(site))
+    folder = site / "en_elmo_source_test" / "en_elmo_source_test-1.2.3"
+    assert resolve_source("en_elmo_source_test") == folder
+    model = load_model("en_elmo_source_test")
+    saved = nlp.get_pipe("elmo").bilm.state_dict()
+    assert all(torch.equal(model.bilm.state_dict()[name], saved[name]) for name in saved)
+    assert model.metadata["source"] == str(folder / "elmo")
+    other = spacy.blank("en")
+    other.add_pipe("elmo", config={"weights": "en_elmo_source_test"})
+    numpy.testing.assert_array_equal(other(TEXT)._.elmo, nlp(TEXT)._.elmo)
+
+
+@pytest.mark.parametrize("name", ["json", "spacy_elmo_no_such_package"])
+def test_a_package_that_holds_no_pipeline_is_no_source(name):
+    """An importable module (json) is not a pipeline: the one not-found error, naming what was tried."""
+    with pytest.raises(WeightsError, match=f"{name}: no such directory, .* or installed pipeline package"):
+        load_model(name)

@@ -179,7 +179,8 @@ def test_the_source_loader_takes_a_url(cache, model, published, server):
 
 
 def test_an_unknown_name_is_one_clear_error(cache):
-    with pytest.raises(WeightsError, match="no-such-model: no such directory, archive, URL or catalogue name"):
+    message = "no-such-model: no such directory, archive, URL, catalogue name or installed pipeline package"
+    with pytest.raises(WeightsError, match=message):
         resolve_source("no-such-model")
 
 
