@@ -23,13 +23,10 @@ from spacy_elmo.cli import app
 from spacy_elmo.resumable_training import SIGNAL_EXIT
 
 from ..cli.invoke import runner
+from ..text import page
 
 ROOT = Path(__file__).resolve().parents[2]
 CARD = ROOT / "spacy_elmo" / "models" / "en_elmo_2x512_128" / "MODEL_CARD.md"
-
-
-def _flat(path: Path) -> str:
-    return " ".join(path.read_text(encoding="utf-8").split())
 
 
 @pytest.mark.parametrize("action,name", [("term", "SIGTERM"), ("int", "SIGINT")])
@@ -43,25 +40,25 @@ def test_pretrain_exits_with_the_status_every_page_names(tiny_config_path, small
     assert result.exit_code == SIGNAL_EXIT[name] == {"SIGINT": 130, "SIGTERM": 143}[name]
     pattern = r"exits with status 130 \(SIGINT\) or 143 \(SIGTERM\)"
     named = {
-        "cli.md": re.search(r"On SIGINT or SIGTERM the command .*? " + pattern, _flat(ROOT / "docs" / "cli.md")),
+        "cli.md": re.search(r"On SIGINT or SIGTERM the command .*? " + pattern, page(ROOT / "docs" / "cli.md")),
         "pretraining.md": re.search(r"SIGTERM \(e\.g\. from a job scheduler\) .*? " + pattern,
-                                    _flat(ROOT / "docs" / "pretraining.md")),
+                                    page(ROOT / "docs" / "pretraining.md")),
         "project.md": re.search(r"the exit status is 130 \(SIGINT\) or 143 \(SIGTERM\).{0,120}? as `python -m "
-                                r"spacy_elmo pretrain` .{0,80}? does", _flat(ROOT / "docs" / "project.md")),
+                                r"spacy_elmo pretrain` .{0,80}? does", page(ROOT / "docs" / "project.md")),
     }
     assert all(named.values()), named
-    assert "after either signal" not in _flat(ROOT / "spacy_elmo" / "resumable_training.py")
+    assert "after either signal" not in page(ROOT / "spacy_elmo" / "resumable_training.py")
 
 
 def test_the_model_cards_weights_example_is_a_catalogue_name():
     from spacy_elmo.io.catalogue import lookup
 
-    sentence = re.search(r"pass `weights=` a published ELMo \(e\.g\. `([^`]+)`", _flat(CARD))
+    sentence = re.search(r"pass `weights=` a published ELMo \(e\.g\. `([^`]+)`", page(CARD))
     assert sentence and lookup(sentence.group(1)) is not None, sentence
 
 
 def test_the_model_card_says_how_its_commands_differ_from_the_project_step():
-    text = _flat(CARD)
+    text = page(CARD)
     project = srsly.read_yaml(ROOT / "project.yml")
     (step,) = [c for c in project["commands"] if c["name"] == "pretrain"]
     assert "scripts/pretrain.py" in step["script"][0] and "--training.threads" not in step["script"][0]

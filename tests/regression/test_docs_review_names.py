@@ -13,11 +13,9 @@ from pathlib import Path
 
 import pytest
 
+from ..text import page
+
 ROOT = Path(__file__).resolve().parents[2]
-
-
-def _flat(path: Path) -> str:
-    return " ".join(path.read_text(encoding="utf-8").split())
 
 
 def _gpu_pretrain():
@@ -42,15 +40,15 @@ def test_the_data_folder_is_described_with_the_files_prepare_reads():
 
 
 def test_every_shipped_pretraining_config_is_named_in_the_pretraining_page():
-    page = _flat(ROOT / "docs" / "pretraining.md")
+    text = page(ROOT / "docs" / "pretraining.md")
     configs = sorted(p.name for p in (ROOT / "configs").glob("pretrain_*.cfg"))
     assert len(configs) == 4
-    assert "Four configs ship in `configs/`" in page
+    assert "Four configs ship in `configs/`" in text
     for name in configs:
-        assert f"`{name}`" in page
+        assert f"`{name}`" in text
 
 
 def test_published_conversion_of_a_pipeline_is_qualified():
-    page = _flat(ROOT / "docs" / "sources.md")
-    assert "model-best elmo_published/ --to published" not in page
-    assert "`--to published` writes it for AllenNLP only where the biLM has no word table" in page
+    text = page(ROOT / "docs" / "sources.md")
+    assert "model-best elmo_published/ --to published" not in text
+    assert "`--to published` writes it for AllenNLP only where the biLM has no word table" in text

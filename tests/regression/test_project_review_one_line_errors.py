@@ -11,6 +11,7 @@ import spacy
 from spacy.tokens import DocBin
 
 from tests.conftest import tagged_examples
+from tests.text import one_line
 from tests.regression.test_train_script_exit_status_and_settings import _script, _status
 
 CONLLU = "# sent_id = 1\n# text = Hi\n1\tHi\thi\tINTJ\tUH\t_\t0\troot\t0:root\t_\n\n"
@@ -20,10 +21,6 @@ def _exit(call) -> int:
     with pytest.raises(SystemExit) as exited:
         call()
     return _status(exited.value.code)
-
-
-def _flat(text: str) -> str:
-    return " ".join(text.split())
 
 
 @pytest.mark.parametrize("which", ["test", "train"])
@@ -49,7 +46,7 @@ def test_static_vectors_names_a_language_spacy_lacks(capsys, tmp_path, monkeypat
 
     monkeypatch.setattr(spacy_elmo.io, "load_model", not_loaded)
     assert _exit(lambda: static_vectors.main([str(tmp_path / "out"), "--lang", "zz"])) == 1
-    out = _flat(capsys.readouterr().out)
+    out = one_line(capsys.readouterr().out)
     assert "--lang zz: no such spaCy language ([E048]" in out and "Traceback" not in out
     assert not (tmp_path / "out").exists()
 
@@ -59,5 +56,5 @@ def test_widen_bilm_names_an_output_that_is_a_file(capsys, tmp_path):
     output.write_text("a file")
     argv = ["embedded", str(output), "--projection-dim", "256"]
     assert _exit(lambda: _script("widen_bilm").main(argv)) == 1
-    assert f"{output}: exists and is a file, not a directory" in _flat(capsys.readouterr().out)
+    assert f"{output}: exists and is a file, not a directory" in one_line(capsys.readouterr().out)
     assert output.read_text() == "a file"
