@@ -12,7 +12,8 @@ def download_cli(
     source: str = typer.Argument(
         ...,
         help="Catalogue name (see `info --list`), URL of a .zip/.tar.gz, \"OPTIONS_URL WEIGHTS_URL\", "
-        "a local archive, or \"embedded\" (installed with the package: nothing to fetch)",
+        "a local archive, or \"embedded\" (installed with the package: nothing to fetch; so is an installed pipeline "
+        "package)",
     ),
     cache_dir: Optional[Path] = typer.Option(
         None, "--cache-dir", help="Cache to fill (default: $SPACY_ELMO_CACHE, else the user cache directory)"
@@ -65,6 +66,8 @@ def download_cli(
             fail(str(err))
     if quiet:
         print(path)
+    elif parsed.installed:
+        msg.info(f"{source} is an installed pipeline package, in {path}: nothing to download")
     elif parsed.kind == "directory":
         msg.info(f"{source} is a local directory: nothing to download")
     else:

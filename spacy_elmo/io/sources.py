@@ -87,6 +87,7 @@ class Source:
     path: Optional[Path] = None
     files: Tuple[CatalogueFile, ...] = ()
     name: Optional[str] = None
+    installed: bool = False  # a directory found as an installed pipeline package's
 
     @property
     def is_pair(self) -> bool:
@@ -132,7 +133,7 @@ def parse_source(source: SourceLike) -> Source:
         return Source("remote", entry.name, files=entry.files, name=entry.name)
     package = installed_pipeline(text)
     if package is not None:
-        return Source("directory", text, path=package)
+        return Source("directory", text, path=package, installed=True)
     raise WeightsError(
         f"{text}: no such directory, archive, URL, catalogue name or installed pipeline package ({_NOT_FOUND_HINT})"
     )

@@ -203,6 +203,10 @@ def test_an_installed_pipeline_package_is_a_source_by_its_name(tuned_pipeline, t
     other = spacy.blank("en")
     other.add_pipe("elmo", config={"weights": "en_elmo_source_test"})
     numpy.testing.assert_array_equal(other(TEXT)._.elmo, nlp(TEXT)._.elmo)
+    said = CliRunner().invoke(app, ["download", "en_elmo_source_test"])
+    assert said.exit_code == 0, said.output
+    assert f"en_elmo_source_test is an installed pipeline package, in {folder}: nothing to download" in \
+        " ".join(said.output.split())
 
 
 @pytest.mark.parametrize("name", ["json", "spacy_elmo_no_such_package"])
