@@ -5,8 +5,9 @@
 `NAME/NAME-VERSION/` (`config.cfg`, `meta.json`, one folder per component).
 `installed_pipeline("en_elmo_tagger")` returns that inner folder, so the biLM
 such a package holds loads wherever a model does, as `spacy.load` finds the
-pipeline by the same name. The package is located, never imported (importing
-it would import spaCy, which `io/` only does to read a pipeline's config).
+pipeline by the same name. The package is located, never imported: its
+`__init__.py` imports spaCy, and a saved pipeline's biLM is read without it
+(`saved_pipeline`).
 """
 import importlib.util
 import json
