@@ -14,6 +14,8 @@ import json
 from pathlib import Path
 from typing import Iterable, Optional
 
+from .saved_pipeline import is_pipeline_root
+
 
 def installed_pipeline(name: str) -> Optional[Path]:
     """The pipeline folder of the installed package `name`, or None where `name` is no such package."""
@@ -35,12 +37,12 @@ def installed_pipeline(name: str) -> Optional[Path]:
 def _pipeline_folder(package: Path) -> Optional[Path]:
     """`package` itself where it holds a pipeline; else the folder its meta.json names (`LANG_NAME-VERSION`,
     as spaCy's `load_model_from_init_py` reads it); else its only subfolder that holds one."""
-    if _is_pipeline(package):
+    if is_pipeline_root(package):
         return package
     named = _named_by_meta(package)
-    if named is not None and _is_pipeline(named):
+    if named is not None and is_pipeline_root(named):
         return named
-    inner = [child for child in _subfolders(package) if _is_pipeline(child)]
+    inner = [child for child in _subfolders(package) if is_pipeline_root(child)]
     return inner[0] if len(inner) == 1 else None
 
 
@@ -57,7 +59,3 @@ def _subfolders(package: Path) -> Iterable[Path]:
         return sorted(child for child in package.iterdir() if child.is_dir())
     except OSError:
         return []
-
-
-def _is_pipeline(folder: Path) -> bool:
-    return (folder / "config.cfg").is_file() and (folder / "meta.json").is_file()

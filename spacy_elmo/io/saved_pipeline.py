@@ -42,11 +42,12 @@ FACTORY = "elmo"
 def is_pipeline(directory: PathLike) -> bool:
     """Whether `directory` is a saved spaCy pipeline, or a component's folder inside one."""
     directory = Path(directory)
-    return _is_pipeline_root(directory) or (
-        (directory / MODEL_FILE).is_file() and _is_pipeline_root(directory.parent))
+    return is_pipeline_root(directory) or (
+        (directory / MODEL_FILE).is_file() and is_pipeline_root(directory.parent))
 
 
-def _is_pipeline_root(directory: Path) -> bool:
+def is_pipeline_root(directory: Path) -> bool:
+    """Whether `directory` holds a saved pipeline itself (its config.cfg and meta.json)."""
     return all((directory / name).is_file() for name in PIPELINE_FILES)
 
 
@@ -64,7 +65,7 @@ def load_pipeline_bilm(directory: PathLike) -> NativeModel:
     holds), as a model without a softmax. WeightsError for a pipeline with none, with different ones
     (name a folder), a component that holds none, and damaged files."""
     directory = Path(directory)
-    if _is_pipeline_root(directory):
+    if is_pipeline_root(directory):
         name, data = _the_pipelines_bilm(directory)
         pipeline = directory
     else:

@@ -13,6 +13,8 @@ from spacy_elmo.cli import app
 from spacy_elmo.io import WeightsError, load_model
 from spacy_elmo.io.saved_pipeline import is_pipeline
 
+from ..text import one_line
+
 TEXT = "The bank of the river ."
 
 
@@ -206,7 +208,7 @@ def test_an_installed_pipeline_package_is_a_source_by_its_name(tuned_pipeline, t
     said = CliRunner().invoke(app, ["download", "en_elmo_source_test"])
     assert said.exit_code == 0, said.output
     assert f"en_elmo_source_test is an installed pipeline package, in {folder}: nothing to download" in \
-        " ".join(said.output.split())
+        one_line(said.output)
 
 
 @pytest.mark.parametrize("name", ["json", "spacy_elmo_no_such_package"])
