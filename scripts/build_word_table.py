@@ -40,7 +40,6 @@ from pathlib import Path
 from typing import Any, Dict, Iterable, List, Optional, Tuple
 
 import numpy
-from tqdm import tqdm
 from wasabi import msg
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -50,6 +49,7 @@ from spacy_elmo.pretrain.text_corpus import (  # noqa: E402
     TOKENIZERS, CorpusError, LanguageError, SpacyRequired, _tokenized_lines, expand_paths,
 )
 from spacy_elmo.cli._util import spacy_lang_problem  # noqa: E402
+from spacy_elmo.progress_bars import progress_bar  # noqa: E402
 from spacy_elmo.resumable_training import RUN_SETTINGS, path_identity, record_settings  # noqa: E402
 from spacy_elmo.pretrain.word_table import (  # noqa: E402
     VECTORS_FILE, check_word_table, select_rows, write_spacy_vectors, write_word2vec_text, write_word_table,
@@ -122,8 +122,8 @@ def count_text(files: List[Path], lang: str, lowercase: bool, max_lines: int,
     A .spacy corpus read as text lines would be its compressed bytes: a table counted from noise."""
     counts: Counter = Counter()
     n_lines = 0
-    bar = tqdm(text_tokens(files, lang, tokenizer, max_lines), desc="counting text", unit=" lines",
-               total=max_lines or None)
+    bar = progress_bar(text_tokens(files, lang, tokenizer, max_lines), desc="counting text", unit=" lines",
+                       total=max_lines or None)
     for tokens in bar:
         if not tokens:
             continue

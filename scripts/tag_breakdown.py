@@ -82,10 +82,10 @@ def token_groups(text: str, gold: str, counts: Counter, tags: Dict[str, set], ag
 def tag_gold_tokens(nlp, gold_docs: Sequence, batch_size: int = 64) -> list:
     """The pipeline's docs for the gold tokens: its tokenizer is skipped, so token i is gold token i."""
     from spacy.tokens import Doc
-    from tqdm import tqdm
+    from spacy_elmo.progress_bars import progress_bar
 
     inputs = [Doc(nlp.vocab, words=[t.text for t in d], spaces=[bool(t.whitespace_) for t in d]) for d in gold_docs]
-    return list(tqdm(nlp.pipe(inputs, batch_size=batch_size), total=len(inputs), desc="tagging", leave=False))
+    return list(progress_bar(nlp.pipe(inputs, batch_size=batch_size), total=len(inputs), desc="tagging", leave=False))
 
 
 def score_groups(gold_docs: Sequence, predicted: Sequence, attr: str, counts: Counter,

@@ -31,6 +31,7 @@ WITHOUT_SPACY = [
     "spacy_elmo.io.published",
     "spacy_elmo.io.saved_pipeline",
     "spacy_elmo.machine",
+    "spacy_elmo.progress_bars",
     *PRETRAIN,
 ]
 

@@ -13,6 +13,7 @@ from wasabi import msg
 from ..bilm.engine import BackendError
 from ..bilm.engine.bulk import EMBED_BATCH_SENTENCES, EMBED_BATCH_TOKENS, PRECISIONS
 from .. import defaults
+from ..progress_bars import progress_bar
 from ._util import check_at_least, check_spacy_lang_or_fail, fail, load_weights_or_fail, model_source, pick_device
 
 
@@ -156,7 +157,8 @@ def embed_cli(
         fail(str(err))
     if cache:
         model.enable_cache(cache)
-    bar = tqdm(desc=f"embedding{f' shard {k}/{n}' if n > 1 else ''}", unit=" tok", unit_scale=True, disable=quiet)
+    desc = f"embedding{f' shard {k}/{n}' if n > 1 else ''}"
+    bar = progress_bar(desc=desc, unit=" tok", unit_scale=True, disable=quiet)
     with _stopped_runs(output_path, output_format, (k, n), bar):
         path = embed_file(
             model,
@@ -320,7 +322,7 @@ def _embed_on_ray(input_paths: List[str], output_path: str, quiet: bool, **setti
         from ..embedding.ray import embed_files
     except ImportError as err:
         fail(str(err))
-    bar = tqdm(desc="embedding (ray)", unit=" tok", unit_scale=True, disable=quiet)
+    bar = progress_bar(desc="embedding (ray)", unit=" tok", unit_scale=True, disable=quiet)
     with _stopped_runs(output_path, settings["output_format"], (0, 1), bar):
         path = embed_files(input_paths, output_path, progress=not quiet,
                            on_progress=lambda tokens, sentences: bar.update(tokens), **settings)

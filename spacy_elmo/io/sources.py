@@ -64,6 +64,7 @@ from .checksum import sha256_file
 from .errors import WRITE_ERRNOS, WeightsError
 from .file_lock import waiting_lock
 from .installed import installed_pipeline
+from ..progress_bars import is_interactive, progress_bar
 
 CACHE_ENV = "SPACY_ELMO_CACHE"
 DOWNLOAD_TIMEOUT = 60  # seconds without data before a download is given up
@@ -323,7 +324,9 @@ def _download(file: CatalogueFile, destination: Path, progress: bool) -> Path:
     logger = pooch.get_logger()
     level = logger.level
     logger.setLevel(logging.WARNING)  # pooch's INFO lines (and its hint to pin a hash) are noise here
-    bar = _progress_bar(destination.name) if progress and _interactive(sys.stderr) else None
+    # a bar written to a log or a pipe is a run of carriage-return frames (and a library call's output
+    # nobody asked for), so only a terminal or a notebook gets one
+    bar = _progress_bar(destination.name) if progress and is_interactive(sys.stderr) else None
     downloader = pooch.HTTPDownloader(progressbar=bar if bar is not None else False, timeout=DOWNLOAD_TIMEOUT)
     try:
         fetched = pooch.retrieve(
@@ -365,22 +368,9 @@ def _download_failure(url: str, err: Exception) -> str:
     return message
 
 
-def _interactive(stream: Any) -> bool:
-    """Whether `stream` is a terminal or a Jupyter notebook's: a bar written to a log or a pipe is a
-    run of carriage-return frames (and a library call's output nobody asked for), so only those get one."""
-    if type(stream).__module__.startswith("ipykernel"):  # a notebook's stderr (its OutStream) draws bars
-        return True
-    try:
-        return bool(stream is not None and stream.isatty())
-    except (AttributeError, ValueError):  # no isatty, or a closed stream
-        return False
-
-
 def _progress_bar(name: str) -> Any:
-    from tqdm import tqdm
-
     # total=1 until pooch sets the real one: pooch tests the bar for truth, and a tqdm of total 0 is false
-    return tqdm(desc=name, total=1, unit="B", unit_scale=True, unit_divisor=1024, file=sys.stderr, leave=True)
+    return progress_bar(desc=name, total=1, unit="B", unit_scale=True, unit_divisor=1024, file=sys.stderr, leave=True)
 
 
 def _verify(model_dir: Path, source: Source) -> None:

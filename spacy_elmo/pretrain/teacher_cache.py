@@ -35,9 +35,9 @@ from typing import Any, Callable, Dict, Iterable, Iterator, List, Optional, Sequ
 
 import numpy
 import torch
-from tqdm import tqdm
 
 from ..faults import fault_point
+from ..progress_bars import progress_bar
 from ..io.atomic import atomic_path
 from ..io.file_lock import waiting_lock
 from .distill import DistillError, Teacher
@@ -218,7 +218,7 @@ def _build(
                            shape=(max(1, n_tokens), dim))
     first_row: Dict[int, int] = {}
     rows = 0
-    bar = tqdm(total=n_tokens, desc="teacher cache", unit=" tok", unit_scale=True, disable=not progress)
+    bar = progress_bar(total=n_tokens, desc="teacher cache", unit=" tok", unit_scale=True, disable=not progress)
     pending: List[List[str]] = []
 
     def run_pending() -> None:

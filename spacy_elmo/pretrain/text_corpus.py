@@ -33,11 +33,11 @@ from collections import Counter
 from pathlib import Path
 from typing import Any, Dict, Iterable, Iterator, List, Optional, Sequence, TextIO, Union
 
-from tqdm import tqdm
 
 from ..bilm.errors import SpacyElmoError
 from ..io.atomic import atomic_path
 from ..io.file_lock import waiting_lock
+from ..progress_bars import progress_bar
 
 PathLike = Union[str, Path]
 _CACHE_VERSION = 2  # 2: segments as JSON lists (1: tokens joined by spaces)
@@ -380,7 +380,7 @@ def _tokenize(
     counts: Counter = Counter()
     n_segments = n_tokens = 0
     names = ", ".join(f.name for f in files)
-    bar = tqdm(desc=f"tokenizing {names}", unit=" tok", unit_scale=True, disable=not progress)
+    bar = progress_bar(desc=f"tokenizing {names}", unit=" tok", unit_scale=True, disable=not progress)
     try:
         with atomic_path(cache_file) as tmp, gzip.open(tmp, "wt", encoding="utf-8", compresslevel=3) as out:
             for tokens in _tokenized_lines(files, lang, part=part, parts=parts, tokenizer=tokenizer):

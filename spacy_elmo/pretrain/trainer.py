@@ -31,7 +31,6 @@ from typing import Any, ContextManager, Dict, Iterator, List, Optional, Tuple, U
 import numpy
 import torch
 from confection import Config
-from tqdm import tqdm
 
 from ..bilm.errors import SpacyElmoError
 from ..bilm.language_model import LanguageModel, LMBatch
@@ -41,6 +40,7 @@ from ..faults import fault_point
 from ..io.errors import WeightsError
 from ..io.native import NativeModel, read_meta, save_native
 from ..machine import cpu_name
+from ..progress_bars import progress_bar
 from .batching import sentence_batches, shuffled, skip, stream_batches
 from .building import (
     build_language_model, build_optimizer, init_softmax_from_table, learning_rate, training_autocast,
@@ -238,7 +238,7 @@ class Trainer:
                 # rows the checkpoint's steps will replay (logged after it was written) are not logged again
                 steps = [r["step"] for r in read_log(self.paths.log) if isinstance(r.get("step"), int)]
                 self.logged_step = max(steps, default=-1)
-        self.bar = tqdm(
+        self.bar = progress_bar(
             total=self._estimated_steps(),
             initial=self.position.step,
             desc="pretraining",

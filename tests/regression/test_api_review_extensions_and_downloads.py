@@ -112,8 +112,8 @@ def test_every_error_the_package_defines_shares_one_base():
 
 def test_a_notebook_s_stderr_gets_the_bar():
     """A second look: Jupyter's stderr is no terminal, yet draws bars; the first fix left it without one."""
-    from spacy_elmo.io.sources import _interactive
+    from spacy_elmo.progress_bars import is_interactive
 
     notebook = type("OutStream", (io.StringIO,), {"__module__": "ipykernel.iostream", "isatty": lambda self: False})
-    assert _interactive(notebook()) and not _interactive(_Stream(False)) and _interactive(_Stream(True))
-    assert not _interactive(None)
+    assert is_interactive(notebook()) and not is_interactive(_Stream(False)) and is_interactive(_Stream(True))
+    assert not is_interactive(None)
