@@ -33,7 +33,6 @@ from collections import Counter
 from pathlib import Path
 from typing import Any, Dict, Iterable, Iterator, List, Optional, Sequence, TextIO, Union
 
-
 from ..bilm.errors import SpacyElmoError
 from ..io.atomic import atomic_path
 from ..io.file_lock import waiting_lock
