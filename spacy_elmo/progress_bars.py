@@ -2,8 +2,8 @@
 
 tqdm redraws its bar up to ten times a second. In a terminal that is what
 one wants; redirected to a file (`nohup ... > run.log`, a CI log, a job
-scheduler's output) every redraw is kept, and a pretraining run of two
-hours leaves megabytes of carriage returns before its first useful line.
+scheduler's output) every redraw is kept: a pretraining run's log fills
+with thousands of carriage-return frames before its first useful line.
 `progress_bar` is tqdm with one default changed: where its stream is not a
 terminal (nor a notebook's), it redraws at most every `LOG_INTERVAL_S`
 seconds. The bar's content and its final line are the same either way.
