@@ -19,9 +19,9 @@ run on the same output is refused rather than writing into the same file.
 
 Each file records the settings that decide its numbers (`run_record`: layer
 mode and weights, a fingerprint of the model, precision, the input files'
-names and sizes); `resume` and `join_shards` refuse pieces written with
-other settings, naming the one that differs, so one file never mixes two
-runs.
+names, sizes and formats, the tokenizer of JSONL text, an approximate
+backend); `resume` and `join_shards` refuse pieces written with other
+settings, naming the one that differs, so one file never mixes two runs.
 
 Sharding: `shard=(k, n)` embeds one share of the input into
 `OUTPUT.shard-k-of-n`: of one input file, the units with number % n == k;
@@ -53,6 +53,8 @@ from typing import (
 
 import numpy
 
+from .. import defaults
+from ..bilm.engine import APPROXIMATE
 from ..bilm.engine.bulk import EMBED_BATCH_SENTENCES, EMBED_BATCH_TOKENS
 from ..bilm.model import BiLM
 from ..faults import fault_point
@@ -69,6 +71,7 @@ from .inputs import (
     is_unit_key,
     is_url,
     key_order,
+    local_path,
     read_lines,
     read_units,
     shard_files,
@@ -254,6 +257,9 @@ RECORD_NAMES = {
     "model": "model (--weights)",
     "precision": "--precision",
     "inputs": "input files",
+    "input_formats": "--input-format",
+    "tokenizer": "tokenizer (--lang / --pipeline)",
+    "approximate": "--backend int8 (approximate)",
     "chunk_lines": "--chunk-lines",
 }
 
@@ -311,10 +317,22 @@ def input_identity(files: Sequence[str]) -> List[List[Any]]:
     return identity
 
 
-def run_record(model_id: str, layers: str, layer_weights: Weights, precision: str, plan: InputPlan) -> Record:
+def tokenizer_setting(plan: InputPlan) -> Optional[str]:
+    """The tokenizer a run's JSONL "text" is split with ("lang en", "pipeline NAME"); None where no
+    input is JSONL, as then `--lang` and `--pipeline` change nothing (tokens come with the input)."""
+    if "jsonl" not in plan.formats:
+        return None
+    return f"pipeline {plan.pipeline}" if plan.pipeline else f"lang {plan.lang}"
+
+
+def run_record(model_id: str, layers: str, layer_weights: Weights, precision: str, plan: InputPlan,
+               backend: str = defaults.BACKEND) -> Record:
     """The settings that decide a run's numbers and keys, as its outputs record them (JSON-able).
 
-    `model_id`: `model_fingerprint`. Parquet adds `chunk_lines` (it decides which part holds a unit).
+    `model_id`: `model_fingerprint`. The input formats and the tokenizer decide the tokens, so the
+    arrays' rows; an approximate backend (int8) changes their values (the exact backends agree to
+    the last bits, so which one ran is not recorded). Parquet adds
+    `chunk_lines` (it decides which part holds a unit).
     """
     layers, layer_weights = layer_settings(layers, layer_weights)
     return {
@@ -323,6 +341,9 @@ def run_record(model_id: str, layers: str, layer_weights: Weights, precision: st
         "model": model_id,
         "precision": precision,
         "inputs": input_identity(plan.files),
+        "input_formats": list(plan.formats),
+        "tokenizer": tokenizer_setting(plan),
+        "approximate": backend in APPROXIMATE,
     }
 
 
@@ -495,11 +516,14 @@ class Hdf5Sink:
         self.lock = OutputLock(lock_path(final), final)
         try:
             self.done: Set[str] = set()
+            self.unwritten: Set[str] = set()  # units a stopped run created without their data: embedded again
             mode = self._start(resume, overwrite, record)
             try:
                 self.out = h5py.File(work, mode)
             except OSError as err:
                 raise DumpError(f"{work}: cannot write the output ({err})") from None
+            for key in self.unwritten:
+                del self.out[key]
         except BaseException:
             self.lock.release()
             raise
@@ -546,7 +570,8 @@ class Hdf5Sink:
         work = self.work
         try:
             with h5py.File(work, "r") as f:
-                done = {key for key in f.keys() if is_unit_key(key)}
+                units = {key for key in f.keys() if is_unit_key(key)}
+                unwritten = {key for key in units if not _holds_its_data(f[key])}
                 recorded = read_record(f.attrs)
         except OSError as err:
             if err.errno in (errno.EAGAIN, errno.EWOULDBLOCK):
@@ -562,7 +587,8 @@ class Hdf5Sink:
         check_record(recorded, record, str(work),
                      "Resume with the settings it was written with, or pass --overwrite (without --resume) to "
                      "start again.")
-        self.done = done
+        self.done = units - unwritten
+        self.unwritten = unwritten
         return True
 
     def chunk_key(self, unit: Unit) -> None:
@@ -609,6 +635,7 @@ class Hdf5Sink:
         FINAL.partial stays for --resume, unless this run created it and wrote no unit into it
         (bad input found by a Ray worker, an interrupt before the first chunk): such a file holds
         nothing to resume, and would only make the corrected rerun ask for --resume or --overwrite.
+        A remote output's local copy (its temporary directory) goes: --resume refuses remote outputs.
         """
         try:
             if self.out.id.valid:
@@ -617,6 +644,8 @@ class Hdf5Sink:
                 self.work.unlink()
         finally:
             self.lock.release()
+            if self.remote is not None:  # a remote output's local copy: it cannot be resumed, so it goes
+                shutil.rmtree(self.final.parent, ignore_errors=True)
 
 
 def open_sink(
@@ -661,7 +690,12 @@ def open_sink(
         final = shard_path(final, k, n)
     if not final.parent.is_dir():
         raise DumpError(f"{final.parent}: no such directory for the output; create it first")
-    sink = Hdf5Sink(final, layers, (k, n), sentence_index, resume, overwrite, record, joined)
+    try:
+        sink = Hdf5Sink(final, layers, (k, n), sentence_index, resume, overwrite, record, joined)
+    except BaseException:
+        if is_url(target):
+            shutil.rmtree(final.parent, ignore_errors=True)
+        raise
     if is_url(target):
         sink.remote = f"{target}.shard-{k}-of-{n}" if n > 1 else target
     return sink
@@ -674,8 +708,12 @@ def finish_sink(sink: Union["Hdf5Sink", "ParquetSink"]) -> Union[Path, str]:
     if isinstance(result, Path) and remote:
         import fsspec
 
-        fs, path = fsspec.core.url_to_fs(remote)
-        fs.put_file(str(result), path)
+        try:
+            fs, path = fsspec.core.url_to_fs(remote)
+            fs.put_file(str(result), path)
+        except Exception as err:  # the finished file stays where it is, and the message says where
+            raise DumpError(f"{remote}: the upload failed ({type(err).__name__}: {err}); the finished output is "
+                            f"kept at {result}: copy it there yourself, then remove {result.parent}") from err
         shutil.rmtree(result.parent, ignore_errors=True)
         return remote
     return result
@@ -769,7 +807,7 @@ def embed_file(
     if output_format == "hdf5" and not is_url(output):
         check_hdf5_output(output)  # before reading the input, as bad output costs nothing to find
     plan.check()
-    record = run_record(model_fingerprint(model), layers, layer_weights, precision, plan)
+    record = run_record(model_fingerprint(model), layers, layer_weights, precision, plan, model.backend)
     if resume and output_format == "hdf5" and plan.shard[1] > 1 and not is_url(output):
         final = shard_path(output[len("file://"):] if output.startswith("file://") else output, *plan.shard)
         if finished_shard(final, record):
@@ -859,6 +897,12 @@ def _write_chunk(model: BiLM, sink: Union["Hdf5Sink", "ParquetSink"], pending: L
     sink.end_chunk()
 
 
+def _holds_its_data(dataset: "h5py.Dataset") -> bool:
+    """Whether a unit's dataset was written: HDF5 allocates a contiguous dataset's storage at its
+    first write, so one created by a run stopped before that write has none (an empty unit needs none)."""
+    return dataset.size == 0 or dataset.id.get_storage_size() > 0
+
+
 class _DatasetWriter:
     """`out.create_dataset(key, data=array)` through h5py's low-level API, for
     one new dataset per sentence (so the cost per dataset adds up).
@@ -889,8 +933,13 @@ class _DatasetWriter:
             if len(self._spaces) >= self.MAX_SPACES:
                 self._spaces.clear()
             space = self._spaces[array.shape] = h5py.h5s.create_simple(array.shape)
-        dataset = h5py.h5d.create(self.out.id, key.encode("utf-8"), dtype, space)
-        dataset.write(h5py.h5s.ALL, h5py.h5s.ALL, array, mtype=dtype)
+        name = key.encode("utf-8")
+        dataset = h5py.h5d.create(self.out.id, name, dtype, space)
+        try:
+            dataset.write(h5py.h5s.ALL, h5py.h5s.ALL, array, mtype=dtype)
+        except BaseException:  # Ctrl-C or a full disk between the two calls: no empty unit stays behind
+            self.out.id.unlink(name)
+            raise
 
 
 def join_shards(
@@ -908,7 +957,10 @@ def join_shards(
     arrays must agree, else the join is refused naming what differs. An existing OUTPUT, or an
     interrupted run's OUTPUT.partial, is replaced only with `overwrite`, as `embed` does.
     """
-    output = Path(output_path)
+    if is_url(str(output_path)):
+        raise DumpError(f"{output_path}: --join writes a local file (a remote run's shards are joined where they "
+                        "were written)")
+    output = Path(local_path(str(output_path)))
     refuse_directory(output, "the joined output is a file")
     shards = [shard_path(output, k, n_shards) for k in range(n_shards)]
     missing = [str(s) for s in shards if not s.is_file()]

@@ -349,7 +349,7 @@ def embed_files(
     plan = plan_inputs(inputs, input_format, (0, 1), encoding_errors, lang, pipeline, output=output_path)
     _check_local_inputs(plan)
     model_id = _check_model(weights, layers, layer_weights, backend, here=not address)
-    record = run_record(model_id, layers, layer_weights, precision, plan)
+    record = run_record(model_id, layers, layer_weights, precision, plan, backend)
     sink = open_sink(output_path, output_format, plan, layers, chunk_lines, sentence_index, resume, overwrite,
                      record)
     skip = _Skip()
