@@ -120,7 +120,8 @@ def finetune(args: argparse.Namespace) -> int:
                                     max_minutes=args.max_minutes, use_gpu=args.gpu_id, stdout=Tee(sys.stdout, log),
                                     settings=settings, resume_checked=args.resume)
         except (ResumeError, TrainingSettingsError, OSError) as err:
-            sys.exit(f"cannot resume: {err}" if args.resume else str(err))
+            # "cannot resume" only where the resume was refused, not for a failure hours into training
+            sys.exit(f"cannot resume: {err}" if args.resume and isinstance(err, ResumeError) else str(err))
         code, message = exit_status(state)
         if message:
             log.write(f"{output}: {message}\n")

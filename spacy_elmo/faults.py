@@ -15,6 +15,8 @@ Points:
                        over the previous checkpoint
     teacher_cache.batch  a teacher cache build wrote a batch's vectors (not yet
                        recorded as done, unless a progress record follows it)
+    train.end          downstream training (`resumable_training`): the loop has ended, its
+                       final model-last not yet written
 
 Actions:
     kill     SIGKILL: the process ends at once, no handler, no cleanup
@@ -32,7 +34,7 @@ from typing import Dict, Optional, Tuple
 from .bilm.errors import SpacyElmoError
 
 VARIABLE = "SPACY_ELMO_FAULT"
-POINTS = ("embed.chunk", "pretrain.step", "checkpoint.write", "teacher_cache.batch")
+POINTS = ("embed.chunk", "pretrain.step", "checkpoint.write", "teacher_cache.batch", "train.end")
 ACTIONS = ("kill", "term", "int", "enospc")
 
 

@@ -73,6 +73,8 @@ import torch
 from wasabi import Printer
 
 from .bilm.errors import SpacyElmoError
+from .faults import fault_point
+from .io.atomic import atomic_path
 from .io.checksum import sha256_file
 from .pretrain.checkpoint import rng_state, set_rng_state
 
@@ -498,7 +500,8 @@ def write_wall_time(output: PathLike, fields: Dict[str, Any], first_run: Dict[st
         record = {**kept, **fields, "resumes": list(previous.get("resumes") or []) + [command]}
     else:
         record = {**first_run, **fields}
-    path.write_text(json.dumps(record, indent=2), encoding="utf-8")
+    with atomic_path(path) as written:  # replaced whole, as a resume reads it back
+        written.write_text(json.dumps(record, indent=2), encoding="utf-8")
 
 
 ParamKey = Tuple[int, str]  # the optimizer's key of a parameter: (its model node's or shim's id, its name)
@@ -553,7 +556,8 @@ def _optimizer_key(ids: Dict[str, ParamKey], saved: str, what: str) -> ParamKey:
     """This pipeline's optimizer key of the parameter a training state names by place."""
     if saved not in ids:
         raise ResumeError(f"the {what} names {saved!r}, which this pipeline does not have: "
-                          "model-last was saved by a different pipeline; start afresh without --resume")
+                          "model-last was saved by a different pipeline; start afresh with --overwrite "
+                          "(in place of --resume)")
     return ids[saved]
 
 
@@ -899,6 +903,8 @@ def train_resumable(
             stdout.write(msg.info(kept) + "\n")
             return read_state(output) or state
         fix_random_seed(seed)
+        # the state first: a kill amid the deletion leaves no finished run for a later start to keep
+        (output / MODEL_LAST / STATE_JSON).unlink(missing_ok=True)
         for name in (MODEL_LAST, MODEL_BEST):
             if (output / name).exists():
                 shutil.rmtree(output / name)
@@ -972,6 +978,9 @@ def train_resumable(
                         update_meta(T, nlp, info)
                     losses = {}
                     state["losses"] = {}  # in this row: the next one sums from here
+                    # an end this evaluation reaches goes into its checkpoint: a run killed before the
+                    # final save below resumes as ended, not one step further
+                    state["stopped"] = _end_reached(T, state, step)
                     # the row before the checkpoint: a run killed between them resumes from the previous
                     # checkpoint, whose resume drops this row (`_truncate_log`) and writes it again
                     _append_log(output / LOG, info, score_weights)
@@ -979,26 +988,37 @@ def train_resumable(
                     log_step(info)
                 else:
                     log_step(None)
-                if T["patience"] and state["best_step"] is not None and step - state["best_step"] >= T["patience"]:
-                    state["stopped"] = "early stopping"
-                elif T["max_steps"] and step >= T["max_steps"]:
-                    state["stopped"] = "max steps"
-                elif max_minutes and time.monotonic() - started >= max_minutes * 60:
-                    state["stopped"] = "time budget"
-                elif stop.is_set():
-                    state.update(stopped="interrupted", signal=received[0] if received else None)
+                if not state["stopped"]:
+                    state["stopped"] = _end_reached(T, state, step)
+                if not state["stopped"]:
+                    if max_minutes and time.monotonic() - started >= max_minutes * 60:
+                        state["stopped"] = "time budget"
+                    elif stop.is_set():
+                        state.update(stopped="interrupted", signal=received[0] if received else None)
                 if state["stopped"]:
                     break
             else:
                 state["stopped"] = "max epochs"
     finally:
         # an exception (a second Ctrl-C among them) may come in the middle of a step: then
-        # model-last stays the last evaluation's, whose state (stopped: null) resumes
+        # model-last stays the last evaluation's, whose state resumes (or, where that evaluation
+        # ended the run, says so)
         finalize_logger()
+    fault_point("train.end")
     save(False)
     stdout.write(msg.good(f"Stopped at step {state['step']} ({state['stopped']}); best score "
                           f"{state['best_score']} at step {state['best_step']}", output / MODEL_BEST) + "\n")
     return state
+
+
+def _end_reached(T: Dict[str, Any], state: Dict[str, Any], step: int) -> Optional[str]:
+    """The end of training that `step` (just trained) reaches by the config: "early stopping" (no
+    better evaluation for `patience` steps) or "max steps"; None before either."""
+    if T["patience"] and state["best_step"] is not None and step - state["best_step"] >= T["patience"]:
+        return "early stopping"
+    if T["max_steps"] and step >= T["max_steps"]:
+        return "max steps"
+    return None
 
 
 def _resumable_state(output: Path, checked: bool = False) -> Dict[str, Any]:
@@ -1176,8 +1196,11 @@ def _truncate_log(path: Path, steps_done: int) -> None:
         rows = _log_lines(path)
     except ValueError as err:
         raise ResumeError(f"{err}: delete that line to resume, or start afresh with --overwrite") from None
-    kept = [line for line, row in rows if row["step"] < steps_done]
-    path.write_text("".join(line + "\n" for line in kept), encoding="utf-8")
+    kept = "".join(line + "\n" for line, row in rows if row["step"] < steps_done)
+    if kept.encode("utf-8") == path.read_bytes():
+        return
+    with atomic_path(path) as written:  # replaced whole: a kill or a full disk here loses no row
+        written.write_text(kept, encoding="utf-8")
 
 
 __all__ = [
