@@ -426,9 +426,28 @@ def _read_state(module: torch.nn.Module, path: Path) -> Dict[str, torch.Tensor]:
                 f"{path}: tensor '{name}' has shape {tuple(tensor.shape)}, the config implies "
                 f"{tuple(expected[name].shape)}"
             )
+        if tensor.is_floating_point() and tensor.dtype != expected[name].dtype:  # as load_state_dict will store it
+            tensor = state[name] = tensor.to(expected[name].dtype)
         if not torch.isfinite(tensor).all():
-            raise WeightsError(f"{path}: tensor '{name}' contains NaN or infinite values")
+            raise WeightsError(f"{path}: tensor '{name}' contains NaN or infinite values (in "
+                               f"{expected[name].dtype})")
     return state
+
+
+def verify_listed_files(directory: PathLike) -> None:
+    """Every file the model's metadata lists a checksum for is there with those bytes (the softmax
+    among them, which a load without it never reads): DamagedFileError naming the first that is not.
+    What a download checks before it caches a model, so that a cut or damaged archive never enters
+    the cache as complete."""
+    directory = Path(directory)
+    checksums = read_meta(directory).get("sha256") or {}
+    if not isinstance(checksums, dict):
+        raise WeightsError(f"{directory / META_FILE}: 'sha256' must be an object (or null)")
+    for name, digest in sorted(checksums.items()):
+        path = directory / name
+        if not path.is_file():
+            raise DamagedFileError(f"{path}: missing (listed in {META_FILE})")
+        _verify(path, digest)
 
 
 def _verify(path: Path, expected: Optional[str]) -> None:
@@ -457,9 +476,13 @@ def _contiguous(
     for name, value in state.items():
         value = value.detach().cpu()
         out[name] = value.to(stored(name, value)).contiguous()
-        if out[name].is_floating_point() and not torch.isfinite(out[name]).all() and torch.isfinite(value).all():
-            raise ValueError(f"tensor '{name}' has values beyond {out[name].dtype}'s range (largest "
-                             f"{value.abs().max().item():.4g}); store the model in float32")
+        if not out[name].is_floating_point() or torch.isfinite(out[name]).all():
+            continue
+        if not torch.isfinite(value).all():  # every loader refuses it: saved, it would only replace a good model
+            raise WeightsError(f"tensor '{name}' contains NaN or infinite values, so the model is not saved "
+                               "(no loader would read it back): did its training diverge?")
+        raise ValueError(f"tensor '{name}' has values beyond {out[name].dtype}'s range (largest "
+                         f"{value.abs().max().item():.4g}); store the model in float32")
     return out
 
 
@@ -492,6 +515,7 @@ __all__ = [
     "NativeModel",
     "save_native",
     "load_native",
+    "verify_listed_files",
     "save_native_bytes",
     "load_native_bytes",
     "is_native_bytes",

@@ -147,6 +147,22 @@ def _check_stored(dataset: Any, name: str, path: Path) -> None:
             f"{path}: dataset '{name}' declares {declared:,} bytes but stores {stored:,} (never written, or cut "
             "short); restore the file or export the model again"
         )
+    if filtered and declared and not stored:
+        raise DamagedFileError(
+            f"{path}: dataset '{name}' declares {declared:,} bytes but stores none (never written); restore "
+            "the file or export the model again"
+        )
+    chunks = dataset.chunks
+    get_num_chunks = getattr(dataset.id, "get_num_chunks", None)  # h5py 3 with HDF5 1.10.5 or later
+    if chunks and declared and get_num_chunks is not None:
+        needed = 1
+        for size, chunk in zip(dataset.shape, chunks):
+            needed *= -(-size // chunk)
+        if get_num_chunks() < needed:  # a chunk never written reads as the fill value (zeros)
+            raise DamagedFileError(
+                f"{path}: dataset '{name}' stores {get_num_chunks()} of its {needed} chunks (never written, or "
+                "cut short); restore the file or export the model again"
+            )
     if filtered and declared > MAX_COMPRESSION * max(stored, 1) + 2**20:
         raise DamagedFileError(
             f"{path}: dataset '{name}' declares {declared:,} bytes from {stored:,} compressed, more than "
@@ -239,6 +255,10 @@ def export_published(model: BiLM, directory: PathLike, vocab_name: str = "vocab.
     options_path = directory / "options.json"
     weights_path = directory / "weights.hdf5"
     arrays = _collect(model, config)
+    for name, array in arrays.items():  # before anything is written: no reader would load it back
+        if not numpy.isfinite(array).all():
+            raise WeightsError(f"'{name}' contains NaN or infinite values, so the model is not exported "
+                               "(no loader would read it back): did its training diverge?")
 
     def write_weights(path: Path) -> None:
         with h5py.File(path, "w") as f:

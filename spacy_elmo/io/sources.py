@@ -377,8 +377,12 @@ def _verify(model_dir: Path, source: Source) -> None:
     """The files must load as a model before they enter the cache."""
     from . import load_model  # lazy: the package imports this module
 
+    from .native import is_native, verify_listed_files
+
     try:
         load_model(model_dir, with_softmax=False)
+        if is_native(model_dir):  # the files a load without the softmax does not read (the softmax's)
+            verify_listed_files(model_dir)
     except Exception as err:
         reason = str(err).replace(str(model_dir), "").lstrip(": /") or type(err).__name__
         files = "the archive's files" if source.kind == "archive" else "the downloaded files"
