@@ -55,14 +55,14 @@ STORE = ("layers", "mix")
 FILLED_FROM = "initialized_from"
 STORE_DTYPES = ("float32", "float16")
 
-_forked = {"pending": False}
+_worker = {"pending": False, "checked": False}
 # the pipelines that built an elmo component (make_elmo), for `misplaced_upstream`'s error message
 _PIPELINES: "weakref.WeakSet[Language]" = weakref.WeakSet()
 _PENDING: "weakref.WeakKeyDictionary[Elmo, PendingBackward]" = weakref.WeakKeyDictionary()
 
 
 def _after_fork_in_child() -> None:
-    _forked["pending"] = True
+    _worker["pending"] = True
 
 
 if hasattr(os, "register_at_fork"):  # not on Windows, which has no fork
@@ -70,16 +70,22 @@ if hasattr(os, "register_at_fork"):  # not on Windows, which has no fork
 
 
 def _single_thread_in_worker() -> None:
-    """In a process forked by nlp.pipe(n_process=N), use one torch thread.
+    """In a worker process of nlp.pipe(n_process=N), forked or spawned, use one torch thread.
 
-    The workers share the machine's cores, and OpenMP's thread pool does not
-    survive fork: without this, the first parallel region in a worker can hang.
+    The workers share the machine's cores (N workers of every core each oversubscribe it), and
+    OpenMP's thread pool does not survive fork: without this, the first parallel region in a forked
+    worker can hang. A spawned worker (macOS's and Windows' default start method) has no fork to
+    tell it: it is known by having a parent process. The component's `threads` setting still wins.
     """
-    if _forked["pending"]:
+    if not _worker["checked"]:
+        _worker["checked"] = True
+        if multiprocessing.parent_process() is not None:
+            _worker["pending"] = True
+    if _worker["pending"]:
         import torch
 
         torch.set_num_threads(1)
-        _forked["pending"] = False
+        _worker["pending"] = False
 
 
 _HOOKS_WARNED = {"done": False}
@@ -649,11 +655,17 @@ def holding_pipeline_names(
 
 
 def _saved_pipe_config(config_file: Path, name: str) -> Optional[Dict[str, Any]]:
-    """The `[components.NAME]` block of a saved pipeline's config.cfg, uninterpolated (None: none readable)."""
+    """The `[components.NAME]` block of a saved pipeline's config.cfg, its variables (`${vars.x}`)
+    filled in as saved, so that they compare with the component's values (None: none readable)."""
     if not config_file.is_file():
         return None
     try:
-        section = Config().from_disk(config_file, interpolate=False).get("components", {}).get(name)
+        config = Config().from_disk(config_file, interpolate=False)
+        try:
+            config = config.interpolate()
+        except Exception:  # a variable it cannot fill: the block as written
+            pass
+        section = config.get("components", {}).get(name)
     except Exception:  # a config this component cannot read is spaCy's to report, not ours
         return None
     return dict(section) if isinstance(section, dict) else None

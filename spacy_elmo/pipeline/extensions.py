@@ -25,7 +25,7 @@ kept beside the rows and compared where rows are read (a merge and a split
 in one `retokenize()` block leave the length as it was).
 """
 import weakref
-from typing import Any, Callable, Dict, List, Optional, Tuple, cast
+from typing import Any, Dict, List, Optional, Tuple, cast
 
 import numpy
 import numpy.typing
@@ -293,25 +293,29 @@ class ExtensionConflict(SpacyElmoError, ValueError):
 def _extensions() -> List[Tuple[type, str, Dict[str, Any]]]:
     return [
         (Doc, "elmo", {"getter": get_doc_layers, "setter": set_doc_layers}),
-        (Doc, "elmo_vector", {"getter": _doc_vector, "setter": _read_only("doc._.elmo_vector")}),
-        (Span, "elmo", {"getter": _span_layers, "setter": _read_only("span._.elmo")}),
-        (Span, "elmo_vector", {"getter": _span_vector, "setter": _read_only("span._.elmo_vector")}),
-        (Token, "elmo", {"getter": _token_layers, "setter": _read_only("token._.elmo")}),
-        (Token, "elmo_vector", {"getter": _token_vector, "setter": _read_only("token._.elmo_vector")}),
+        (Doc, "elmo_vector", {"getter": _doc_vector, "setter": _ReadOnly("doc._.elmo_vector")}),
+        (Span, "elmo", {"getter": _span_layers, "setter": _ReadOnly("span._.elmo")}),
+        (Span, "elmo_vector", {"getter": _span_vector, "setter": _ReadOnly("span._.elmo_vector")}),
+        (Token, "elmo", {"getter": _token_layers, "setter": _ReadOnly("token._.elmo")}),
+        (Token, "elmo_vector", {"getter": _token_vector, "setter": _ReadOnly("token._.elmo_vector")}),
     ]
 
 
-def _read_only(attribute: str) -> Callable[[Any, Any], None]:
+class _ReadOnly:
     """A setter that refuses: without one, spaCy keeps an assigned value in `doc.user_data`, which the
-    getter never reads, so the assignment did nothing but travel with the doc."""
+    getter never reads, so the assignment did nothing but travel with the doc.
 
-    def refuse(obj: Any, value: Any) -> None:
+    A class, not a closure: `nlp.pipe(n_process=N)` pickles every registered extension for its
+    workers where they are spawned (macOS, Windows), and a closure does not pickle."""
+
+    def __init__(self, attribute: str) -> None:
+        self.attribute = attribute
+
+    def __call__(self, obj: Any, value: Any) -> None:
         raise AttributeError(
-            f"{attribute} is read-only: it is computed from doc._.elmo, which can be assigned (the layers of "
-            "every token, (L+1, len(doc), width))"
+            f"{self.attribute} is read-only: it is computed from doc._.elmo, which can be assigned (the layers "
+            "of every token, (L+1, len(doc), width))"
         )
-
-    return refuse
 
 
 def _owner(cls: type, name: str) -> Optional[str]:
