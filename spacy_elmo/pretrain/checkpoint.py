@@ -247,6 +247,8 @@ _LAYOUT: Dict[str, Tuple[bool, Callable[[Any], bool], str]] = {
     "word_table": (False, _word_table, "the word table's vocabulary (words, specials), dim and table.json"),
     "distill": (False, _model, "the distillation map's parameters ([training.distill])"),
     "scaler": (False, _scaler, "the gradient scaler's state (float16 on a GPU)"),
+    # every process's generators under DDP ("rng" is rank 0's): their dropout masks differ by rank
+    "rngs": (False, lambda v: _is_list(v, _rng) and len(v) > 0, "a list of generator states, one per process"),
 }
 
 

@@ -127,6 +127,12 @@ class ShardedCorpus:
             own = own[turn:] + own[:turn]
         return [s for s in own if not self.done[s]]
 
+    def first_deal(self) -> List[int]:
+        """This process's shares as a fresh epoch deals them, in share order: the same whatever the
+        run's progress (what a resumed run must read where a fresh one read `mine()`)."""
+        standard = deal(list(range(len(self.shares))), self.world_size)
+        return [s for s in range(len(self.shares)) if standard[s] == self.dist.rank]
+
     def new_epoch(self) -> None:
         """Every share unread, dealt round-robin over this run's processes."""
         n = len(self.shares)
@@ -139,7 +145,7 @@ class ShardedCorpus:
         """Tokenize this process's shares of a fresh epoch's deal (and of the current one),
         then learn every share's token count (and word counts) from their owners."""
         standard = deal(list(range(len(self.shares))), self.world_size)
-        own = sorted({s for s, r in standard.items() if r == self.dist.rank} | set(self.mine()))
+        own = sorted(set(self.first_deal()) | set(self.mine()))
         local: Dict[int, Tuple[int, Optional[Dict[str, int]]]] = {}
         for share in own:
             corpus = self.corpus(share)

@@ -27,6 +27,7 @@ did not see) and
 """
 import hashlib
 import json
+import os
 import shutil
 import sys
 from contextlib import contextmanager
@@ -73,9 +74,21 @@ def cache_key(teacher: Teacher, corpus_info: Dict[str, Any], dim: int) -> str:
         "max_wordpieces": teacher.max_wordpieces,
         "precision": teacher.precision,
         "corpus": {k: corpus_info.get(k) for k in CORPUS_KEYS},
+        # the files as they are now, as the corpus cache's own key has them: a file edited in place with
+        # the same counts builds a new cache (the old one's vectors are another text's)
+        "corpus_files": [_file_stat(name) for name in corpus_info.get("files") or []],
         "dim": dim,
     }
     return hashlib.sha1(json.dumps(wanted, sort_keys=True).encode()).hexdigest()[:16]
+
+
+def _file_stat(name: str) -> Optional[List[int]]:
+    """[size, modification time in ns] of a corpus file (None where it cannot be read)."""
+    try:
+        stat = os.stat(name)
+    except OSError:
+        return None
+    return [stat.st_size, stat.st_mtime_ns]
 
 
 def teacher_fingerprint(directory: Path) -> str:

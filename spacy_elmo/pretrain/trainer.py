@@ -20,6 +20,7 @@ Output directory:
 """
 import configparser
 import contextlib
+import glob
 import inspect
 import json
 import math
@@ -135,6 +136,7 @@ class Trainer:
         paths = self.config["paths"]
         if not paths["train"]:
             raise SettingsError("no training text: set [paths] train (or --paths.train FILE)")
+        self._refuse_output_inside(paths["train"])
         cache = Path(paths["cache"]) if paths["cache"] else self.paths.corpus_cache
         kwargs = dict(lang=corpus_cfg["lang"], tokenizer=corpus_cfg["tokenizer"], max_length=corpus_cfg["max_length"],
                       progress=self.progress)
@@ -364,12 +366,33 @@ class Trainer:
         if state is not None:
             self._restore(state)  # after the scaler: the checkpoint holds its state too
 
+    def _refuse_output_inside(self, train: Any) -> None:
+        """SettingsError where the output directory lies in a directory that [paths] train names (or
+        a glob of it matches files there): a resume would read the run's own files (its corpus cache,
+        vocabularies) as training text. Checked on every start, so the first run is refused too."""
+        root = self.paths.root.resolve()
+        for entry in [train] if isinstance(train, (str, Path)) else list(train):
+            where = Path(entry)
+            if where.is_dir() and root.is_relative_to(where.resolve()):
+                raise SettingsError(
+                    f"the output directory {self.paths.root} is inside [paths] train ({entry}): a resume would read "
+                    "the run's own files (its corpus cache, vocabularies) as training text; write the output "
+                    "outside it"
+                )
+            if isinstance(entry, str) and any(c in entry for c in "*?[") and not where.exists():
+                inside = [m for m in glob.glob(entry, recursive=True) if Path(m).resolve().is_relative_to(root)]
+                if inside:
+                    raise SettingsError(f"[paths] train ({entry}) matches files of the output directory "
+                                        f"{self.paths.root} ({inside[0]}, ...): write the output elsewhere")
+
     def _corpus_segments(self) -> Iterator[List[str]]:
-        """The training corpus's segments in file order (this process's shares, when sharded)."""
+        """The training corpus's segments in file order (when sharded: this process's shares of a
+        fresh epoch's deal, whatever the run's progress, so that a resumed run fits the context
+        targets on the text the fresh run fitted them on)."""
         if isinstance(self.train_corpus, TokenizedCorpus):
             return self.train_corpus.segments()
         sharded = self.train_corpus
-        return (segment for share in sharded.mine() for segment in sharded.corpus(share).segments())
+        return (segment for share in sharded.first_deal() for segment in sharded.corpus(share).segments())
 
     def _teacher_cache(self, teacher: Teacher) -> CachedTeacher:
         """`teacher`'s vectors of the training corpus from [training.distill] cache (built first
@@ -378,7 +401,9 @@ class Trainer:
         corpus = self.train_corpus
         if not isinstance(corpus, TokenizedCorpus):
             raise DistillError(
-                '[training.distill] cache needs the whole corpus in each process: set [corpus] shard = "none"'
+                '[training.distill] cache needs the whole corpus in each process: set [corpus] shard = "none" '
+                '(a run started with shard = "files" keeps that layout when resumed: resume it without the cache, '
+                'or start a new run)'
             )
         for turn in ("main", "others"):
             if (turn == "main") == self.dist.is_main:
@@ -462,7 +487,8 @@ class Trainer:
             self.position.update(saved)
             if "epoch_batches" not in saved:  # written before the count: one batch per process and step
                 self.position.epoch_batches = self.position.batches_in_epoch * self.dist.world_size
-            set_rng_state(state["rng"], self.device)
+            rngs = state.get("rngs") or []  # every process's (DDP); before they were kept, rank 0's for all
+            set_rng_state(rngs[rank] if rank < len(rngs) else state["rng"], self.device)
             # float16 on a GPU: the loss scale and its growth tracker go on (a checkpoint without
             # them, written before they were saved or by a float32 run, starts a fresh scaler)
             if self.scaler is not None and state.get("scaler"):
@@ -751,9 +777,12 @@ class Trainer:
         if self.sharded is not None:
             self.position.shards = self.sharded.state()
         samplers: List[Any] = [self.sampler.get_state()]
-        if self.dist.enabled:
+        rngs: List[Any] = [rng_state(self.device)]
+        if self.dist.enabled:  # each process's own: their dropout masks differ from the first step on
             samplers = [None] * self.dist.world_size
             torch.distributed.all_gather_object(samplers, self.sampler.get_state())
+            rngs = [None] * self.dist.world_size
+            torch.distributed.all_gather_object(rngs, rng_state(self.device))
         self.position.window = self.window.state(self.distill_window)
         self.position.last_eval = self.last_eval
         carried = self.carried
@@ -761,7 +790,8 @@ class Trainer:
             "model": self.lm.state_dict(),
             "optimizer": self.optimizer.state_dict(),
             "progress": self.position.to_dict(),
-            "rng": rng_state(self.device),  # with the training GPU's generator, on a GPU
+            "rng": rngs[0],  # with the training GPU's generator, on a GPU
+            **({"rngs": rngs} if len(rngs) > 1 else {}),
             "sampler": samplers,
             "vocab": self.vocab.words,
             # plain lists of tensors: the checkpoint holds no classes (checkpoint.py)
