@@ -166,6 +166,10 @@ def main(argv: Optional[List[str]] = None) -> None:
     parser.add_argument("--spacy-vectors", action="store_true",
                         help="also write vectors.txt (word2vec text) for `spacy init vectors`")
     args = parser.parse_args(argv)
+    for option, value in (("--max-lines", args.max_lines), ("--top-text", args.top_text),
+                          ("--top-vectors", args.top_vectors)):
+        if value < 0:  # before the text is counted (minutes), not a traceback after it
+            parser.error(f"{option} must be 0 or more, got {value}")
 
     if args.tokenizer == "spacy":  # a language spaCy lacks, or whose tokenizer misses a package: before any work
         problem = spacy_lang_problem(args.lang)

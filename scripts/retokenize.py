@@ -31,7 +31,12 @@ TOKENIZER = "spacy-elmo.TreebankTokenizer.v1"
 
 
 def read_docs(path: Path, vocab) -> List[Doc]:
-    return list(DocBin().from_disk(path).get_docs(vocab))
+    """The docs of a .spacy corpus, or exit with one line where it is not one."""
+    try:
+        return list(DocBin().from_disk(path).get_docs(vocab))
+    except (OSError, ValueError) as err:
+        msg.fail(f"{path}: not a readable .spacy corpus ({' '.join(str(err).split())[:200]})", exits=1)
+        raise
 
 
 def main(argv: Optional[List[str]] = None) -> None:
@@ -56,7 +61,11 @@ def main(argv: Optional[List[str]] = None) -> None:
 
     from spacy_elmo.pipeline.treebank_tokenizer import TreebankTokenizer, gold_tokens_found
 
-    nlp = spacy.load(args.model, config={"nlp": {"tokenizer": {"@tokenizers": TOKENIZER}}})
+    try:
+        nlp = spacy.load(args.model, config={"nlp": {"tokenizer": {"@tokenizers": TOKENIZER}}})
+    except (OSError, ValueError) as err:
+        msg.fail(f"{args.model}: not a spaCy pipeline that loads ({' '.join(str(err).split())[:200]})", exits=1)
+        raise
     tokenizer = nlp.tokenizer
     assert isinstance(tokenizer, TreebankTokenizer)
     before = Tokenizer(nlp.vocab).from_bytes(tokenizer.to_bytes())  # the pipeline's own, as trained

@@ -74,10 +74,11 @@ def main(argv: Optional[List[str]] = None) -> None:
     check_output(args.output, args.overwrite, args.weights)
     check_lang(args.lang)
 
+    from spacy_elmo.cli._util import model_source
     from spacy_elmo.io import WeightsError, load_model
 
     try:
-        model = load_model(args.weights)
+        model = load_model(model_source(args.weights))  # "embedded": the package's own, as in every command
     except (WeightsError, OSError) as err:  # one line, not a traceback
         hint = ""
         if args.elmo_model == "pretrained" and args.weights == args.pretrained_dir:

@@ -9,6 +9,7 @@ traceback from deep inside a converter and never a silently empty result.
 """
 import codecs
 import gzip
+import itertools
 import re
 import zlib
 from dataclasses import dataclass
@@ -19,6 +20,7 @@ from spacy.tokens import Doc, DocBin
 from spacy.vocab import Vocab
 
 from .bilm.errors import SpacyElmoError
+from .io.atomic import atomic_path
 
 PathLike = Union[str, Path]
 
@@ -321,6 +323,11 @@ def _iob2_sentences(text: str, path: PathLike = "<text>") -> Iterator[Tuple[List
             )
         if not columns[1]:
             raise CorpusError(f"{path}: line {number}: the word (column 2) is empty")
+        if int(columns[0]) != len(words) + 1:  # as CoNLL-U's reader checks its word IDs
+            raise CorpusError(
+                f"{path}: line {number}: index {columns[0]} follows word {len(words)}"
+                f"{': missing blank line between sentences?' if columns[0] == '1' else ''}"
+            )
         words.append(columns[1])
         tags.append(columns[2])
 
@@ -329,9 +336,8 @@ def uner_docs(path: PathLike, n_sents: int = 10, limit: int = 0, vocab: Optional
     """Docs with gold entities (PER, LOC, ORG) from a Universal NER IOB2 file."""
     check_counts(n_sents, limit)
     vocab = vocab or Vocab()
-    sentences = list(_iob2_sentences(_read_text(path), path))
-    if limit:
-        sentences = sentences[:limit]
+    read = _iob2_sentences(_read_text(path), path)
+    sentences = list(itertools.islice(read, limit) if limit else read)  # --limit: the rest is not read
     docs = []
     for start in range(0, len(sentences), n_sents):
         group = sentences[start : start + n_sents]
@@ -357,9 +363,11 @@ def _repair_iob(tags: List[str]) -> List[str]:
 
 
 def write_docbin(docs: List[Doc], output: PathLike) -> Path:
+    """`docs` as a DocBin file, written whole or not at all (a failure leaves no half-written file)."""
     output = Path(output)
     output.parent.mkdir(parents=True, exist_ok=True)
-    DocBin(docs=docs, store_user_data=False).to_disk(output)
+    with atomic_path(output) as tmp:
+        DocBin(docs=docs, store_user_data=False).to_disk(tmp)
     return output
 
 

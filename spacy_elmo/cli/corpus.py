@@ -37,6 +37,7 @@ def corpus_cli(
         fail("--dev-fraction must be between 0 and 1")
     if dev_split not in DEV_SPLITS:
         fail(f"--dev-split must be one of {DEV_SPLITS}, got {dev_split!r}")
+    check_outputs(input_path, [output_path] + ([dev_output] if dev_output is not None else []))
     try:
         docs = ud_docs(input_path, n_sents, limit) if kind == "ud" else uner_docs(input_path, n_sents, limit)
     except CorpusError as err:
@@ -46,12 +47,38 @@ def corpus_cli(
     held_out: List["Doc"] = []
     if dev_output is not None:
         docs, held_out = split_off(docs, dev_fraction, n_sents, dev_split, seed)
-        write_docbin(held_out, dev_output)
-    write_docbin(docs, output_path)
+    written: List[Path] = []
+    for part, path in ((docs, output_path), (held_out, dev_output)):
+        if path is None:
+            continue
+        try:
+            written.append(write_docbin(part, path))
+        except OSError as err:  # both files or neither: one written before the failed one is removed
+            for done in written:
+                done.unlink(missing_ok=True)
+            fail(f"{path}: cannot write it ({err.strerror or err}); nothing was written")
     n_tokens = sum(len(d) for d in docs)
     msg.good(f"Wrote {len(docs)} docs ({n_tokens:,} tokens) to {output_path}")
     if held_out:
         msg.good(f"Wrote {len(held_out)} held-out docs to {dev_output}")
+
+
+def check_outputs(input_path: Path, outputs: List[Path]) -> None:
+    """Exit before any work where an output is not a .spacy file, is the input, is a directory, or
+    two outputs are one file: each was written over without a word (the input, or the held-out
+    split replaced by the training docs), with exit 0."""
+    seen: List[Path] = []
+    for output in outputs:
+        if not output.name.endswith(".spacy"):
+            fail(f"{output}: the output must be a .spacy file (spaCy's corpus reader reads nothing from other names)")
+        if output.is_dir():
+            fail(f"{output}: is a directory; give the .spacy file to write")
+        where = output.resolve()
+        if input_path.exists() and where == input_path.resolve():
+            fail(f"{output}: is the input file; write the .spacy file elsewhere")
+        if where in seen:
+            fail(f"{output}: given as both the output and --dev-output; give two files")
+        seen.append(where)
 
 
 # "last": what the project's NER runs used (UNER's dev file is ordered by genre, so its last tenth is

@@ -42,14 +42,17 @@ def layer_mixes(nlp: "Language") -> Dict[str, Dict[str, Any]]:
     return mixes
 
 
-def check_output(output: Optional[Path]) -> None:
-    """Exit with one message if the scores cannot be written to `output` (None: not asked for).
+def check_output(output: Optional[Path], data_path: Optional[Path] = None) -> None:
+    """Exit with one message if the scores cannot be written to `output` (None: not asked for), or
+    would be written over the gold data `data_path`.
 
     Checked before the pipeline is loaded, as `embed` checks its output: found when the JSON is
     written, a missing folder or a folder in the file's place cost the whole evaluation.
     """
     if output is None:
         return
+    if data_path is not None and data_path.exists() and output.resolve() == data_path.resolve():
+        fail(f"--output {output}: is the gold data file; write the scores elsewhere")
     if output.is_dir():
         fail(f"--output {output}: is a directory; the scores are one JSON file")
     if not output.parent.is_dir():
@@ -129,7 +132,7 @@ def evaluate_cli(
     (layer 0 = character CNN, then one per LSTM layer) and its scale gamma.
     """
     check_at_least("--batch-size", batch_size, 1)
-    check_output(output)
+    check_output(output, data_path)
     check_data(data_path)
     use_gpu(gpu_id)
     nlp = load_pipeline(model)
