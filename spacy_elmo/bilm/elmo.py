@@ -87,8 +87,9 @@ class ElmoModule(torch.nn.Module):
             raise ValueError(f"ElmoModule: dropout must be in [0, 1), got {dropout}")
         self.bilm = bilm
         self.requires_grad = requires_grad
-        for parameter in bilm.parameters():
-            parameter.requires_grad_(requires_grad)
+        frozen_table = getattr(bilm.token_encoder, "word_table", None) if not bilm.config.word_table_trainable else None
+        for parameter in bilm.parameters():  # a pretrained word table the config freezes stays frozen
+            parameter.requires_grad_(requires_grad and parameter is not frozen_table)
         trainable = scalar_mix_parameters is None
         self.scalar_mixes = torch.nn.ModuleList(
             TorchScalarMix(bilm.n_layers, do_layer_norm, scalar_mix_parameters, trainable)

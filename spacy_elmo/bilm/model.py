@@ -11,7 +11,7 @@ cache), `train()` is training (autograd, dropout). Each sentence starts from
 zero state, so its vectors never depend on its batch; `stateful = True`
 carries each row's final state into the next call, as the reference did.
 """
-from typing import Callable, Dict, Iterable, Iterator, List, Optional, Sequence, Tuple, Union
+from typing import Any, Callable, Dict, Iterable, Iterator, List, Optional, Sequence, Tuple, Union
 
 import numpy
 import torch
@@ -230,6 +230,13 @@ class BiLM(nn.Module):
             self.engine.clear()
             if self.token_cache is not None:
                 self.token_cache.clear()
+
+    def _apply(self, fn: Any, recurse: bool = True) -> "BiLM":
+        """`to()`, `double()`, `cuda()` and kin: the caches go first, so that their keys (which hold
+        the weights they were computed from) keep no copy of the old tensors alive."""
+        if hasattr(self, "cache_lock"):  # not while __init__ builds the modules
+            self.clear_cache()
+        return super()._apply(fn, recurse)
 
     def train(self, mode: bool = True) -> "BiLM":
         if mode:

@@ -6,9 +6,14 @@ tensors, unmodified, in the same precision and place. `WeightsKey` captures
 exactly that from each tensor's metadata, never its values, so that it is
 cheap enough to take on every call:
 
-* identity: a weak reference to each tensor (a replaced parameter, e.g.
-  after `load_state_dict(..., assign=True)` or `module.to(...)`, never
-  matches, even where a new tensor reuses a freed one's address and id);
+* identity: each tensor itself (a replaced parameter, e.g. after
+  `load_state_dict(..., assign=True)` or `module.to(...)`, never matches,
+  even where a new tensor reuses a freed one's address and id). A key holds
+  its tensors, not weak references to them: torch's `swap_tensors` (module
+  conversions with `torch.__future__.set_swap_module_params_on_conversion`,
+  tensor-subclass parameters) refuses a tensor that has a weak reference;
+  `BiLM` drops its keys when it converts its parameters, so an old copy is
+  not kept;
 * version: each tensor's `_version`, which every in-place operation bumps
   (`load_state_dict`, optimizer steps, `with torch.no_grad(): p.add_(...)`);
 * optimizer steps: the step (of any `torch.optim.Optimizer`) that last held the
@@ -16,9 +21,10 @@ cheap enough to take on every call:
   (`fused=True`: Adam, AdamW, SGD, Adagrad) write the parameters without
   moving `_version`, so a global optimizer step post-hook, registered once
   when this module is imported, marks every parameter of the optimizer that
-  stepped (`_mark_step`). The marks are per tensor, so an optimizer training
-  other tensors (a downstream model over a frozen biLM) leaves the biLM's
-  caches alone;
+  stepped (`_mark_step`), in an attribute of the tensor (no weak reference,
+  for `swap_tensors` again, on any model of the process). The marks are per
+  tensor, so an optimizer training other tensors (a downstream model over a
+  frozen biLM) leaves the biLM's caches alone;
 * storage address, dtype, device and shape;
 * the autocast state of the device, and any extra context the caller adds.
 
@@ -33,22 +39,20 @@ through `.data`: call `clear_cache()` after it.
 """
 import itertools
 import threading
-import weakref
 from typing import Any, Callable, Iterable, Tuple
 
 import torch
 from torch.optim.optimizer import register_optimizer_step_post_hook
-from torch.utils.weak import WeakIdKeyDictionary
 
 
 class WeightsKey:
     """Identity and version of a set of tensors (plus context); compare with `==`."""
 
-    __slots__ = ("_refs", "_state")
+    __slots__ = ("_tensors", "_state")
 
     def __init__(self, tensors: Iterable[torch.Tensor], *context: Any) -> None:
         tensors = tuple(tensors)
-        self._refs: Tuple[weakref.ref, ...] = tuple(weakref.ref(t) for t in tensors)
+        self._tensors: Tuple[torch.Tensor, ...] = tensors
         device_types = sorted({t.device.type for t in tensors})
         autocast = tuple(_autocast_state(kind) for kind in device_types)
         described = tuple((_version(t), _last_step(t), t.data_ptr(), t.dtype, t.device, tuple(t.shape))
@@ -61,15 +65,16 @@ class WeightsKey:
         return (
             isinstance(other, WeightsKey)
             and self._state[0] == other._state[0]
-            and len(self._refs) == len(other._refs)
-            and all(a() is not None and a() is b() for a, b in zip(self._refs, other._refs))
+            and len(self._tensors) == len(other._tensors)
+            and all(a is b for a, b in zip(self._tensors, other._tensors))
         )
 
     def __eq__(self, other: object) -> bool:
         if not isinstance(other, WeightsKey) or self._state != other._state:
             return False
-        # the same live tensors (a dead reference matches nothing)
-        return all(a() is not None and a() is b() for a, b in zip(self._refs, other._refs))
+        # the same tensors (the same objects, not equal values)
+        return len(self._tensors) == len(other._tensors) and all(
+            a is b for a, b in zip(self._tensors, other._tensors))
 
     def __ne__(self, other: object) -> bool:
         return not self == other
@@ -77,7 +82,7 @@ class WeightsKey:
     __hash__ = None  # type: ignore[assignment]
 
     def __reduce__(self) -> Tuple[Callable[[], "WeightsKey"], Tuple[()]]:
-        # weak references do not pickle; an unpickled key matches nothing, so the
+        # identity does not survive pickling: an unpickled key matches nothing, so the
         # values it guarded are recomputed
         return (_matching_nothing, ())
 
@@ -92,8 +97,8 @@ def _version(t: torch.Tensor) -> int:
     return -1 if t.is_inference() else t._version
 
 
-# tensor -> the number of the last optimizer step that held it (a weak key: a dead tensor drops out)
-_STEPS = WeakIdKeyDictionary()
+# the attribute of a tensor that holds the number of the last optimizer step that held it
+_STEP_ATTR = "_spacy_elmo_step"
 _STEP_NUMBERS = itertools.count(1)
 _STEPS_LOCK = threading.Lock()
 
@@ -101,20 +106,18 @@ _STEPS_LOCK = threading.Lock()
 def _mark_step(optimizer: torch.optim.Optimizer, args: Any, kwargs: Any) -> None:
     """The global optimizer step post-hook: every parameter `optimizer` holds was (possibly) written,
     whether or not the step moved its `_version` (fused optimizers do not)."""
-    step = next(_STEP_NUMBERS)
     with _STEPS_LOCK:
+        step = next(_STEP_NUMBERS)
         for group in optimizer.param_groups:
             for p in group["params"]:
-                _STEPS[p] = step
+                setattr(p, _STEP_ATTR, step)
 
 
 def _last_step(t: torch.Tensor) -> int:
     """The last optimizer step that held `t`, or its base where `t` is a view (0: none did)."""
-    if not _STEPS:
-        return 0
-    step = _STEPS.get(t, 0)
+    step = getattr(t, _STEP_ATTR, 0)
     base = t._base
-    return max(step, _STEPS.get(base, 0)) if base is not None else step
+    return max(step, getattr(base, _STEP_ATTR, 0)) if base is not None else step
 
 
 register_optimizer_step_post_hook(_mark_step)
