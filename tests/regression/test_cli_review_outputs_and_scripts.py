@@ -14,7 +14,6 @@ tracebacks for user errors (a code review, 2026-12-07).
   does not load; `static_vectors.py --weights embedded` did not know the name every command knows.
 """
 import hashlib
-import importlib.util
 import sys
 from pathlib import Path
 
@@ -24,8 +23,8 @@ from spacy_elmo.gold_data import CorpusError, uner_docs
 
 from ..cli.invoke import refused, runner
 from ..cli.test_corpus import CONLLU
+from .test_train_script_exit_status_and_settings import _script
 
-SCRIPTS = Path(__file__).resolve().parents[2] / "scripts"
 IOB2 = "1\tJohn\tB-PER\n2\tsat\tO\n\n1\tin\tO\n2\tParis\tB-LOC\n\n"
 
 
@@ -100,14 +99,6 @@ def test_iob2_limit_reads_only_the_sentences_it_keeps(tmp_path):
     assert len(uner_docs(path, n_sents=1, limit=2)) == 2
     with pytest.raises(CorpusError, match="BOGUS"):
         uner_docs(path, n_sents=1)
-
-
-def _script(name: str):
-    spec = importlib.util.spec_from_file_location(f"_review_script_{name}", SCRIPTS / f"{name}.py")
-    assert spec is not None and spec.loader is not None
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
 
 
 @pytest.mark.parametrize("option", ["--max-lines", "--top-text", "--top-vectors"])
