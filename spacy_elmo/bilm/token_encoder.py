@@ -111,8 +111,11 @@ class CharCNNEncoder(nn.Module):
 
     def product(self, bias: torch.Tensor, x: torch.Tensor, weight: torch.Tensor) -> torch.Tensor:
         """`addmm(bias, x, weight)`: in training mode as is, in eval mode through the
-        engine (whose rows do not depend on how many rows x has)."""
-        if self.training:
+        engine (whose rows do not depend on how many rows x has), unless autograd needs the
+        product (the encoder called directly, in eval mode, for gradients): the engines' products
+        (oneDNN, int8) have no backward, and their gradients were lost without an error."""
+        if self.training or (torch.is_grad_enabled() and (weight.requires_grad or x.requires_grad
+                                                          or bias.requires_grad)):
             return torch.addmm(bias, x, weight)
         return self.engine.encoder_product(bias, x, weight)
 
