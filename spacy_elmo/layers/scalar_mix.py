@@ -13,6 +13,8 @@ from typing import Any, Callable, List, Optional, Sequence, Tuple, cast
 from thinc.api import Model, Ops, registry
 from thinc.types import Floats1d, Floats2d, Floats3d
 
+from .config_value import ConfigValue, setting
+
 InT = List[Floats3d]
 OutT = List[Floats2d]
 
@@ -50,11 +52,13 @@ def ScalarMix(
         attrs={
             "initial_weights": list(initial_weights) if initial_weights is not None else None,
             "initial_gamma": float(initial_gamma),
-            "trainable": trainable,
-            "layer_norm": layer_norm,
-            "layer_dropout": layer_dropout,
-            "l2_lambda": l2_lambda,
-            "top_layer_only": top_layer_only,
+            # the config decides these when a saved pipeline loads (config_value.py): an override at
+            # load, or an edited config.cfg, is not replaced by the saved values
+            "trainable": ConfigValue(bool(trainable)),
+            "layer_norm": ConfigValue(bool(layer_norm)),
+            "layer_dropout": ConfigValue(float(layer_dropout)),
+            "l2_lambda": ConfigValue(float(l2_lambda)),
+            "top_layer_only": ConfigValue(bool(top_layer_only)),
         },
     )
 
@@ -82,7 +86,7 @@ def mix_weights(model: Model) -> Tuple[Floats1d, float]:
     """(softmax(s), gamma) as the model currently holds them (top-layer-only respected)."""
     s = model.get_param("s")
     weights = cast(Floats1d, model.ops.softmax(s))
-    if model.attrs["top_layer_only"]:
+    if setting(model, "top_layer_only"):
         weights = model.ops.alloc1f(s.shape[0])
         weights[-1] = 1.0
     return weights, float(model.get_param("gamma")[0])
@@ -105,7 +109,7 @@ def forward(model: Model[InT, OutT], Xs: InT, is_train: bool) -> Tuple[OutT, Cal
     X = ops.xp.concatenate(Xs, axis=1) if len(Xs) > 1 else Xs[0]  # (L+1, N, w)
     s = model.get_param("s")
     gamma = model.get_param("gamma")
-    top_only = model.attrs["top_layer_only"]
+    top_only = bool(setting(model, "top_layer_only"))
     if top_only:
         weights = ops.alloc1f(n_layers)
         weights[-1] = 1.0
@@ -113,13 +117,14 @@ def forward(model: Model[InT, OutT], Xs: InT, is_train: bool) -> Tuple[OutT, Cal
     else:
         keep = None
         logits = s
-        if is_train and model.attrs["layer_dropout"] > 0:
-            keep = ops.xp.random.uniform(0, 1, n_layers) >= model.attrs["layer_dropout"]
+        layer_dropout = float(setting(model, "layer_dropout"))
+        if is_train and layer_dropout > 0:
+            keep = ops.xp.random.uniform(0, 1, n_layers) >= layer_dropout
             if not keep.any():
                 keep[ops.xp.random.randint(n_layers)] = True
             logits = ops.xp.where(keep, s, -1e9).astype(s.dtype)
         weights = cast(Floats1d, ops.softmax(logits))
-    if model.attrs["layer_norm"]:
+    if setting(model, "layer_norm"):
         normed, norm_backprop = _layer_norm(ops, X)
     else:
         normed, norm_backprop = X, None
@@ -129,15 +134,16 @@ def forward(model: Model[InT, OutT], Xs: InT, is_train: bool) -> Tuple[OutT, Cal
 
     def backprop(dYs: OutT) -> InT:
         dY = ops.xp.concatenate(dYs, axis=0) if len(dYs) > 1 else dYs[0]
-        if model.attrs["trainable"] and not top_only:
+        if setting(model, "trainable") and not top_only:
             d_gamma = (dY * mixed).sum()
             d_weights = ops.xp.tensordot(normed, dY, axes=([1, 2], [0, 1])) * gamma[0]  # (L+1,)
             # softmax backward: dz = w * (dw - <w, dw>)
             d_s = weights * (d_weights - (weights * d_weights).sum())
             if keep is not None:
                 d_s = d_s * keep
-            if model.attrs["l2_lambda"]:
-                d_s = d_s + 2.0 * model.attrs["l2_lambda"] * s
+            l2_lambda = float(setting(model, "l2_lambda"))
+            if l2_lambda:
+                d_s = d_s + 2.0 * l2_lambda * s
             model.inc_grad("s", d_s.astype("float32"))
             model.inc_grad("gamma", ops.asarray1f([d_gamma]))
         d_normed = ops.xp.einsum("l,nw->lnw", weights * gamma[0], dY)
