@@ -106,7 +106,6 @@ def embed_cli(
     the same work on a Ray cluster and writes the same file.
     """
     from ..embedding.dump import DumpError, check_layers, embed_file, join_shards
-    from ..embedding.inputs import local_path
 
     if join < 0:
         fail(f"--join N joins N shard files, so N must be 1 or more (0, the default: embed), got {join}")
@@ -189,7 +188,7 @@ def embed_cli(
             if k == 0 and output_format == "hdf5":
                 try:
                     # the join is part of this run
-                    joined = join_shards(local_path(output_path), n, overwrite=overwrite or resume)
+                    joined = join_shards(output_path, n, overwrite=overwrite or resume)
                 except DumpError as err:
                     fail(str(err))
                 msg.good(f"Wrote {joined} ({n} shards)")
