@@ -1,6 +1,6 @@
 """Pretrain the project's biLM, or reuse the one shipped in the package.
 
-    python scripts/pretrain.py --elmo-model shipped      # nothing to do
+    python scripts/pretrain.py --elmo-model shipped      # trains nothing; writes the record (below)
     python scripts/pretrain.py --elmo-model pretrained --train T --dev D [--output training/pretrain]
         [--word-table training/word_table | --word-table none] [--passes 2 | --passes 1] [--overwrite]
         [PRETRAIN OVERRIDES...]
@@ -15,6 +15,11 @@ second pass (OUTPUT, from the first pass's biLM in OUTPUT-pass1) goes over
 the text again with the table fine-tuned and a fresh softmax started from
 the table, as the shipped model was trained. `--passes 1` stops after the
 first pass (in OUTPUT); `--word-table none` trains the character CNN alone.
+In both modes the script ends by writing --record (training/elmo_source.json):
+which biLM the steps after it read and a SHA-256 of its files. The project
+declares it as the `pretrain` step's output and a dependency of
+`static-vectors` and `adapt-ewt`, so a biLM pretrained again (other contents)
+reruns them, and what follows them, in `spacy project run`.
 Other `--section.key value` options go to both passes' `spacy_elmo pretrain`;
 without them the config's settings hold, `threads = 2` among them (the
 shipped model was trained on one thread: `--training.threads 1`).
@@ -53,15 +58,24 @@ def main() -> None:
                         help="passes over the text: the second fine-tunes the table (%(default)s)")
     parser.add_argument("--overwrite", action="store_true",
                         help="start the passes again, deleting what OUTPUT (and OUTPUT-pass1) hold")
+    parser.add_argument("--record", default="training/elmo_source.json",
+                        help="where to write which biLM the next steps read, with its files' SHA-256 "
+                             "(the project's dependency on this step; %(default)s)")
     args, extra = parser.parse_known_args()
     if args.elmo_model == "shipped":
         from spacy_elmo.resources import default_model_path
 
         print(f"Using the biLM shipped in the package: {default_model_path()}")
+        write_source_record(Path(args.record), "shipped", default_model_path())
         return
     if not args.train or not args.dev:
         parser.error("--elmo-model pretrained needs --train (the text to pretrain on) and --dev (held-out text)")
+    pretrain_passes(args, extra)
+    write_source_record(Path(args.record), "pretrained", Path(args.output) / "model-best")
 
+
+def pretrain_passes(args: argparse.Namespace, extra: List[str]) -> None:
+    """Run (or continue, or keep) the pretraining passes into OUTPUT, as the module's docstring says."""
     from spacy_elmo.resumable_training import ResumeError, keep_finished
 
     output = Path(args.output)
@@ -103,6 +117,27 @@ def main() -> None:
     if table is not None:
         second_pass += ["--paths.softmax_init", str(table), "--model.word_table_trainable", "true"]
     run_pretrain(args.config, output, second_pass + extra)
+
+
+def write_source_record(record: Path, elmo_model: str, model: Path) -> None:
+    """Write `record`: the biLM the steps after `pretrain` read (`model`), with the SHA-256 of its
+    files. A dependency of those steps in project.yml, it changes when the biLM does, so that
+    `spacy project run` reruns them (a folder that exists only with elmo_model=pretrained cannot be
+    the dependency itself). Replaced atomically, and only when its contents change."""
+    import json
+
+    from spacy_elmo.io.atomic import atomic_path
+    from spacy_elmo.resumable_training import path_identity
+
+    identity = path_identity(model)
+    if identity.get("missing"):
+        sys.exit(f"cannot record the biLM the next steps read: {model} holds no files")
+    text = json.dumps({"elmo_model": elmo_model, "model": identity}, indent=2) + "\n"
+    if record.is_file() and record.read_text(encoding="utf-8") == text:
+        return
+    record.parent.mkdir(parents=True, exist_ok=True)
+    with atomic_path(record) as tmp:
+        tmp.write_text(text, encoding="utf-8")
 
 
 def start_or_continue(output: Path, settings: Dict[str, Any], what: str) -> None:
