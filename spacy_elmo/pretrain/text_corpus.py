@@ -149,13 +149,19 @@ def open_text(path: PathLike) -> TextIO:
     return path.open("r", encoding="utf-8-sig", errors="replace")
 
 
+def is_glob_pattern(entry: Any) -> bool:
+    """Whether a `[paths] train` entry is read as a glob pattern: a string with a wildcard (*, ?, [)
+    that names no existing path (a file whose name holds a bracket is that file)."""
+    return isinstance(entry, str) and any(c in entry for c in "*?[") and not Path(entry).exists()
+
+
 def _expand(paths: Union[PathLike, Sequence[PathLike]]) -> List[Path]:
     if isinstance(paths, (str, Path)):
         paths = [paths]
     files: List[Path] = []
     for p in paths:
-        if isinstance(p, str) and any(c in p for c in "*?[") and not Path(p).exists():
-            matched = sorted(Path(m) for m in glob.glob(p, recursive=True))
+        if is_glob_pattern(p):
+            matched = sorted(Path(m) for m in glob.glob(str(p), recursive=True))
             files.extend(m for m in matched if m.is_file())
             if not matched:
                 raise FileNotFoundError(f"corpus pattern matches nothing: {p}")
@@ -454,6 +460,7 @@ __all__ = [
     "TokenizedCorpus",
     "blank_language",
     "expand_paths",
+    "is_glob_pattern",
     "iter_segments",
     "open_text",
     "pretokenize",

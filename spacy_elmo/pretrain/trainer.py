@@ -60,7 +60,7 @@ from .progress import Progress, StopFlag, Window
 from .settings import RunPaths, SettingsError, check_resume_config
 from .shards import ShardedCorpus, Share, plan_shares, shares_from_state
 from .teacher_cache import CachedTeacher, build_cache
-from .text_corpus import TokenizedCorpus, expand_paths, iter_segments
+from .text_corpus import TokenizedCorpus, expand_paths, is_glob_pattern, iter_segments
 from .word_table import WordTableError, load_word_table, read_table_info
 
 PathLike = Union[str, Path]
@@ -379,8 +379,8 @@ class Trainer:
                     "the run's own files (its corpus cache, vocabularies) as training text; write the output "
                     "outside it"
                 )
-            if isinstance(entry, str) and any(c in entry for c in "*?[") and not where.exists():
-                inside = [m for m in glob.glob(entry, recursive=True) if Path(m).resolve().is_relative_to(root)]
+            if is_glob_pattern(entry):
+                inside = [m for m in glob.glob(str(entry), recursive=True) if Path(m).resolve().is_relative_to(root)]
                 if inside:
                     raise SettingsError(f"[paths] train ({entry}) matches files of the output directory "
                                         f"{self.paths.root} ({inside[0]}, ...): write the output elsewhere")

@@ -137,3 +137,15 @@ def test_docbin_and_gzip_corpora(tiny_config_path, small_corpus, tmp_path):
         config = _config(tiny_config_path, paths__train=str(tmp_path / train), training__max_steps=2)
         result = pretrain(config, tmp_path / f"run-{train}", progress=False)
         assert result["step"] == 2
+
+
+def test_a_glob_pattern_is_a_string_with_a_wildcard_naming_no_path(tmp_path):
+    """One test for both readers of [paths] train (the corpus and the trainer's output check): a file
+    whose name holds a bracket is that file, and a Path is never a pattern."""
+    from spacy_elmo.pretrain.text_corpus import expand_paths, is_glob_pattern
+
+    bracketed = tmp_path / "news[1].txt"
+    bracketed.write_text("a line\n", encoding="utf-8")
+    assert not is_glob_pattern(str(bracketed)) and expand_paths(str(bracketed)) == [bracketed]
+    assert is_glob_pattern(str(tmp_path / "*.txt")) and expand_paths(str(tmp_path / "*.txt")) == [bracketed]
+    assert not is_glob_pattern(tmp_path / "*.txt") and not is_glob_pattern(str(tmp_path / "plain.txt"))
