@@ -74,7 +74,7 @@ from wasabi import Printer
 
 from .bilm.errors import SpacyElmoError
 from .faults import fault_point
-from .io.atomic import atomic_path
+from .io.atomic import atomic_path, fsync_directory, fsync_tree
 from .io.checksum import sha256_file
 from .pretrain.checkpoint import rng_state, set_rng_state
 
@@ -648,13 +648,17 @@ def epoch_batches(examples: List, batcher: Callable, seed: int, max_epochs: int)
 
 
 def _replace_dir(written: Path, final: Path) -> None:
-    """Give a finished directory its final name, keeping the old one until the new one is in place."""
+    """Give a finished directory its final name, keeping the old one until the new one is in place.
+    The new one's files reach the disk before the renames, and the renames before the old one goes:
+    after a power loss the checkpoint is the old one or the new one, whole."""
     old = final.with_name(final.name + ".old")
     if old.exists():
         shutil.rmtree(old)
+    fsync_tree(written)
     if final.exists():
         final.rename(old)
     written.rename(final)
+    fsync_directory(final.parent)
     if old.exists():
         shutil.rmtree(old)
 

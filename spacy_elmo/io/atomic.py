@@ -123,6 +123,22 @@ def commit(written: PathLike, path: PathLike) -> None:
     _fsync_directory(path.parent)
 
 
+def fsync_tree(root: PathLike) -> None:
+    """Flush every file under `root` and every directory entry of it (`root`'s too) to disk: a folder
+    written whole (a training checkpoint) that is then renamed into place is, after a power loss, the
+    old folder or the complete new one, never new names over files whose data never reached the disk."""
+    root = Path(root)
+    for folder, _, files in os.walk(root, topdown=False):
+        for name in files:
+            fsync(Path(folder) / name, os.O_RDONLY)
+        _fsync_directory(Path(folder))
+
+
+def fsync_directory(directory: PathLike) -> None:
+    """Flush a directory's entries (a rename inside it) to disk, where the platform can."""
+    _fsync_directory(Path(directory))
+
+
 def _fsync_directory(directory: Path) -> None:
     try:
         fsync(directory, os.O_RDONLY | getattr(os, "O_DIRECTORY", 0))
@@ -139,4 +155,5 @@ def fsync(path: Path, flags: int) -> None:
         os.close(fd)
 
 
-__all__ = ["StagedFiles", "atomic_path", "commit", "staged_files", "temporary_path", "fsync"]
+__all__ = ["StagedFiles", "atomic_path", "commit", "fsync", "fsync_directory", "fsync_tree", "staged_files",
+           "temporary_path"]
