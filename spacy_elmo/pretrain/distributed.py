@@ -13,6 +13,13 @@ the rank's own GPU. The group is created with the backend string
 so a collective on a CPU tensor (e.g. `all_gather_object` of the CPU sampler
 state) cannot fail under NCCL. The stop flag (`Dist.any`) is reduced on the
 rank's device. On CPU the group is plain gloo.
+
+Waiting for the main process. Before training, the main process tokenizes
+the corpus and may build the teacher cache (hours on a CPU) while the others
+wait (`Dist.wait_for_main`). They wait in a second, gloo group whose timeout is
+`PREPARATION_WAIT`: torch's default (30 minutes for gloo, 10 for NCCL), right
+for a training step's collectives, ended such runs with a timeout. A main
+process that fails instead closes its connections, and the others stop then.
 """
 import hashlib
 import json
@@ -20,7 +27,7 @@ import os
 from dataclasses import dataclass, field
 from datetime import timedelta
 from pathlib import Path
-from typing import List, Optional
+from typing import Any, List, Optional
 
 import torch
 import torch.distributed as dist
@@ -30,6 +37,8 @@ from .plot import read_log
 
 GPU_BACKEND = "cpu:gloo,cuda:nccl"
 CPU_BACKEND = "gloo"
+# how long the other processes wait while the main one prepares the data alone (see the module's docstring)
+PREPARATION_WAIT = timedelta(days=7)
 
 
 @dataclass
@@ -38,6 +47,8 @@ class Dist:
     world_size: int = 1
     local_rank: int = 0
     device: torch.device = field(default_factory=lambda: torch.device("cpu"))
+    # the gloo group of `wait_for_main`, its timeout PREPARATION_WAIT (None: one process)
+    waiting_group: Any = None
 
     @property
     def enabled(self) -> bool:
@@ -50,6 +61,12 @@ class Dist:
     def barrier(self) -> None:
         if self.enabled:
             dist.barrier()
+
+    def wait_for_main(self) -> None:
+        """Every process waits here until all have arrived, for up to PREPARATION_WAIT: the barrier after
+        work the main process does alone (tokenizing the corpus, building the teacher cache)."""
+        if self.enabled:
+            dist.barrier(group=self.waiting_group)
 
     def any(self, flag: bool) -> bool:
         """True on every rank if it is true on any (e.g. a stop request)."""
@@ -156,7 +173,9 @@ def init_distributed(device: Optional[str] = None) -> Dist:
         torch.cuda.set_device(chosen)  # before any collective: NCCL uses the current device
     if not dist.is_initialized():
         join_process_group(backend_for(chosen))
-    return Dist(rank=rank, world_size=world_size, local_rank=local_rank, device=chosen)
+    # every process creates it, in the same order (new_group is collective)
+    waiting = dist.new_group(backend=CPU_BACKEND, timeout=PREPARATION_WAIT)
+    return Dist(rank=rank, world_size=world_size, local_rank=local_rank, device=chosen, waiting_group=waiting)
 
 
 def join_process_group(backend: str, timeout: Optional[timedelta] = None) -> None:
@@ -206,6 +225,6 @@ def check_replicas(state: Dist, module: torch.nn.Module, log: Path, step: int) -
 
 
 __all__ = [
-    "Dist", "LaunchError", "check_replicas", "init_distributed", "launched_local_rank", "launched_rank",
-    "launched_world_size", "rank_device", "backend_for", "shutdown",
+    "PREPARATION_WAIT", "Dist", "LaunchError", "check_replicas", "init_distributed", "launched_local_rank",
+    "launched_rank", "launched_world_size", "rank_device", "backend_for", "shutdown",
 ]

@@ -154,7 +154,8 @@ class ShardedCorpus:
         gathered: List[Any] = [local]
         if self.dist.enabled:
             gathered = [None] * self.world_size
-            dist.all_gather_object(gathered, local)
+            # shares differ in size: a process may tokenize for hours longer than another
+            dist.all_gather_object(gathered, local, group=self.dist.waiting_group)
         merged: Dict[int, Tuple[int, Optional[Dict[str, int]]]] = {}
         for part in gathered:
             merged.update(part)

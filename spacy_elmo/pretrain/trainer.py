@@ -179,11 +179,12 @@ class Trainer:
                     self.train_corpus = TokenizedCorpus.prepare(
                         paths["train"], cache, max_segments=corpus_cfg["max_segments"], **kwargs
                     )
-                self.dist.barrier()
+                self.dist.wait_for_main()
         self.dev_segments = None
         if paths["dev"] and self.dist.is_main:  # only the main process evaluates
             dev = TokenizedCorpus.prepare(paths["dev"], cache, **kwargs)
             self.dev_segments = list(iter_segments(dev, corpus_cfg["dev_max_tokens"]))
+        self.dist.wait_for_main()  # the others' next collectives wait for the dev text's tokenizing
 
     def build_vocab(self) -> Vocabulary:
         vocab_path = self.config["paths"]["vocab"]
@@ -411,7 +412,7 @@ class Trainer:
                     teacher, corpus.segments, corpus.info, Path(distill["cache"]), distill["cache_dim"],
                     progress=self.progress,
                 )
-            self.dist.barrier()
+            self.dist.wait_for_main()
         return cached
 
     def _freeze(self, state: Optional[Dict[str, Any]], start: Optional[NativeModel]) -> List[str]:

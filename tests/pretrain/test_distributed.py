@@ -50,6 +50,8 @@ class _Recorder:
         monkeypatch.setattr(distributed.dist, "is_initialized", lambda: False)
         monkeypatch.setattr(distributed.dist, "init_process_group",
                             lambda backend, **kwargs: self.calls.append(("init_process_group", backend)))
+        monkeypatch.setattr(distributed.dist, "new_group",
+                            lambda backend, timeout: self.calls.append(("new_group", backend, timeout)) or "waiting")
 
 
 def _torchrun_env(monkeypatch, rank: int, local_rank: int, world: int = 4) -> None:
@@ -61,7 +63,7 @@ def test_gpu_ranks_set_their_device_before_the_group_and_use_a_cpu_and_cuda_back
     recorder = _Recorder(monkeypatch)
     _torchrun_env(monkeypatch, rank=3, local_rank=1)
     state = init_distributed()
-    assert recorder.calls == [("set_device", torch.device("cuda:1")), ("init_process_group", "cpu:gloo,cuda:nccl")]
+    assert recorder.calls[:2] == [("set_device", torch.device("cuda:1")), ("init_process_group", "cpu:gloo,cuda:nccl")]
     assert state.device == torch.device("cuda:1") and (state.rank, state.local_rank, state.world_size) == (3, 1, 4)
 
 
@@ -69,8 +71,27 @@ def test_cpu_ranks_use_gloo_and_set_no_device(monkeypatch):
     recorder = _Recorder(monkeypatch)
     _torchrun_env(monkeypatch, rank=1, local_rank=1, world=2)
     state = init_distributed("cpu")
-    assert recorder.calls == [("init_process_group", "gloo")]
+    assert recorder.calls[:1] == [("init_process_group", "gloo")]
     assert state.device == torch.device("cpu")
+
+
+def test_the_others_wait_for_the_main_process_in_a_group_with_a_long_timeout(monkeypatch):
+    """Regression: while the main process tokenized the corpus or built the teacher cache (hours on a
+    CPU), the others waited at a barrier of the training group, whose timeout is torch's default (30
+    minutes for gloo): the run ended with a timeout. They now wait in a gloo group of its own whose
+    timeout is PREPARATION_WAIT (days); a training step's collectives keep the default."""
+    recorder = _Recorder(monkeypatch)
+    _torchrun_env(monkeypatch, rank=1, local_rank=1, world=2)
+    state = init_distributed("cpu")
+    assert recorder.calls == [("init_process_group", "gloo"), ("new_group", "gloo", distributed.PREPARATION_WAIT)]
+    assert distributed.PREPARATION_WAIT.total_seconds() >= 24 * 3600
+    waits = []
+    monkeypatch.setattr(distributed.dist, "barrier", lambda group=None: waits.append(group))
+    state.wait_for_main()
+    state.barrier()
+    assert waits == ["waiting", None]
+    Dist().wait_for_main()  # one process: nothing to wait for
+    assert waits == ["waiting", None]
 
 
 def test_single_process_joins_nothing(monkeypatch):

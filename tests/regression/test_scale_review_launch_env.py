@@ -40,6 +40,7 @@ def test_pretrain_says_rank_is_missing(tiny_config_path, small_corpus, tmp_path)
 def test_the_launch_variables_are_checked(monkeypatch):
     monkeypatch.setattr(distributed.dist, "init_process_group", lambda *a, **k: None)
     monkeypatch.setattr(distributed.dist, "is_initialized", lambda: False)
+    monkeypatch.setattr(distributed.dist, "new_group", lambda **kwargs: None)
     monkeypatch.setenv("WORLD_SIZE", "2")
     for rank, expected in (("2", "RANK=2 is not a rank of WORLD_SIZE=2"), ("x", "RANK='x' is not a whole number")):
         monkeypatch.setenv("RANK", rank)

@@ -29,6 +29,7 @@ def test_resume_with_more_processes_than_shares_is_refused(tiny_config_path, sma
     for name, value in (("WORLD_SIZE", "2"), ("RANK", "0"), ("LOCAL_RANK", "0")):
         monkeypatch.setenv(name, value)
     monkeypatch.setattr(distributed.dist, "is_initialized", lambda: True)
+    monkeypatch.setattr(distributed.dist, "new_group", lambda **kwargs: None)
     again = _overrides([small_corpus], **{"corpus.shard": "files", "training.max_steps": 10})
     trainer = Trainer(load_config(tiny_config_path, again), run, device="cpu", progress=False)
     with pytest.raises(CheckpointError) as caught:
