@@ -26,7 +26,7 @@ from .native import (
 from .options import config_from_options, config_to_options, published_shapes
 from .published import export_published, load_published, read_options
 from .saved_pipeline import is_pipeline, load_pipeline_bilm
-from .sources import CACHE_ENV, cache_dir, damaged_entry_hint, parse_source, resolve_source
+from .sources import CACHE_ENV, cache_dir, fetch_again_hint, resolve_source
 
 PathLike = Union[str, Path]
 
@@ -36,8 +36,16 @@ def find_published_files(directory: PathLike) -> tuple:
     directory = Path(directory)
     options = _pick(directory, *PUBLISHED_OPTIONS, "options file (options.json)")
     weights = _pick(directory, *PUBLISHED_WEIGHTS, "weight file (weights.hdf5)")
-    vocab = directory / "vocab.txt"
-    return options, weights, vocab if vocab.is_file() else None
+    return options, weights, _vocabulary_file(directory)
+
+
+def _vocabulary_file(directory: Path) -> Optional[Path]:
+    """vocab.txt, else the one *vocab*.txt (the 1B Word Benchmark's is vocab-2016-09-10.txt; an export
+    may name its own); None where there is none, or several to choose from."""
+    if (directory / "vocab.txt").is_file():
+        return directory / "vocab.txt"
+    found = [p for p in directory.glob("*vocab*.txt") if p.is_file() and not p.name.startswith(".")]
+    return found[0] if len(found) == 1 else None
 
 
 def _pick(directory: Path, names: Sequence[str], pattern: str, what: str) -> Path:
@@ -66,23 +74,15 @@ def load_model(path: Optional[PathLike] = None, with_softmax: bool = True) -> Na
 
         path = default_model_path()
     resolved = Path(resolve_source(path))  # an archive, URL or catalogue name becomes a cached directory
-    try:
+    with fetch_again_hint(path, resolved):  # files changed since they were verified: a fresh copy fixes that
         return _load_directory(resolved, with_softmax)
-    except DamagedFileError as err:  # files changed since they were verified: a fresh copy fixes that
-        if parse_source(path).kind == "directory":
-            raise
-        raise DamagedFileError(f"{err} ({damaged_entry_hint(parse_source(path).label, resolved)})") from None
 
 
 def _load_directory(path: Path, with_softmax: bool) -> NativeModel:
     if not path.exists():
         raise WeightsError(f"{path}: no such directory")
     if not path.is_dir():
-        raise WeightsError(
-            f"{path}: expected a directory holding elmo.json, options.json + weights.hdf5, an "
-            "ELMoForManyLangs model (config.json, char.dic, word.dic, *.pkl) or a spaCy pipeline with an elmo "
-            "component"
-        )
+        raise WeightsError(f"{path}: {_EXPECTED}")
     check_one_layout(path)
     if is_native(path):
         return load_native(path, with_softmax=with_softmax)
@@ -93,8 +93,34 @@ def _load_directory(path: Path, with_softmax: bool) -> NativeModel:
         return load_pipeline_bilm(path)
     if is_manylangs(path) or "ELMoForManyLangs" in layouts_in(path):  # an incomplete one: it names what is missing
         return NativeModel(load_manylangs(path), metadata={"source": str(path), "format": "elmoformanylangs"})
+    if not layouts_in(path) and not any(_published_parts(path)):
+        raise WeightsError(f"{path}: {_EXPECTED}{_models_below(path)}")
     options, weights, vocab = find_published_files(path)
     return NativeModel(load_published(options, weights, vocab), metadata={"source": str(path), "format": "published"})
+
+
+_EXPECTED = (
+    "expected a directory holding elmo.json, options.json + weights.hdf5, an ELMoForManyLangs model "
+    "(config.json, char.dic, word.dic, *.pkl) or a spaCy pipeline with an elmo component"
+)
+
+
+def _published_parts(directory: Path) -> tuple:
+    """Whether `directory` holds a published options file, and a published weight file (either alone:
+    `find_published_files` names the one missing)."""
+    parts = []
+    for names, pattern in (PUBLISHED_OPTIONS, PUBLISHED_WEIGHTS):
+        found = any((directory / name).is_file() for name in names)
+        parts.append(found or any(not p.name.startswith(".") for p in directory.glob(pattern)))
+    return tuple(parts)
+
+
+def _models_below(directory: Path) -> str:
+    """"; its subfolders A, B hold models": for a folder one level above its models (a pretraining
+    output's model-best and model-last, an archive's top folder)."""
+    holding = sorted(sub.name for sub in directory.iterdir()
+                     if sub.is_dir() and not sub.name.startswith(".") and (layouts_in(sub) or is_pipeline(sub)))
+    return f"; its subfolder(s) {', '.join(holding)} hold a model: pass one of them" if holding else ""
 
 
 def load_bilm(path: Optional[PathLike] = None) -> BiLM:

@@ -25,6 +25,7 @@ package starts every sentence from zero state, which equals the reference
 with its state reset before each sentence.
 """
 import json
+import pickle
 import re
 from pathlib import Path
 from typing import Any, Dict, List, Tuple, Union
@@ -150,14 +151,23 @@ def read_state(path: PathLike) -> Dict[str, torch.Tensor]:
         raise DamagedFileError(f"{path}: missing")
     try:
         state = torch.load(str(path), map_location="cpu", weights_only=True)
-    except Exception as err:  # the safe unpickler raises UnpicklingError, RuntimeError, EOFError, ...
+    except pickle.UnpicklingError as err:  # the safe unpickler refused what the file holds
         raise WeightsError(
             f"{path}: not a plain torch state dict (read with weights_only=True, which runs no code): "
-            f"{type(err).__name__}: {str(err).splitlines()[0] if str(err) else ''}"
+            f"{_first_line(err)}"
+        ) from None
+    except Exception as err:  # cut short or damaged: EOFError, OSError, a zip or a stream reader's RuntimeError
+        raise DamagedFileError(
+            f"{path}: unreadable or cut short as a torch file ({type(err).__name__}: {_first_line(err)}): "
+            "restore it or fetch the model again"
         ) from None
     if not isinstance(state, dict) or not all(isinstance(v, torch.Tensor) for v in state.values()):
         raise WeightsError(f"{path}: expected a dict of tensors")
     return state
+
+
+def _first_line(err: BaseException) -> str:
+    return str(err).splitlines()[0] if str(err) else ""
 
 
 def manylangs_config(arch: Dict[str, Any], n_chars: int, n_words: int, source: str = "config") -> BiLMConfig:

@@ -481,8 +481,10 @@ def _contiguous(
         if not torch.isfinite(value).all():  # every loader refuses it: saved, it would only replace a good model
             raise WeightsError(f"tensor '{name}' contains NaN or infinite values, so the model is not saved "
                                "(no loader would read it back): did its training diverge?")
+        remedy = ("store the word table in float32 (no table_dtype / --table-float16)" if name in overrides
+                  else "store the model in float32")
         raise ValueError(f"tensor '{name}' has values beyond {out[name].dtype}'s range (largest "
-                         f"{value.abs().max().item():.4g}); store the model in float32")
+                         f"{value.abs().max().item():.4g}); {remedy}")
     return out
 
 

@@ -180,7 +180,8 @@ def load_published(
     if not config.use_character_inputs:
         if vocab_path is None or not Path(vocab_path).exists():
             raise WeightsError(
-                f"{options_path}: a word-input model needs its vocabulary file (vocab.txt beside the weights)"
+                f"{options_path}: a word-input model needs its vocabulary file (vocab.txt, or one *vocab*.txt, "
+                "beside the weights)"
             )
         try:
             vocab = Vocabulary.from_file(vocab_path)

@@ -47,6 +47,7 @@ import logging
 import os
 import re
 import shutil
+import stat
 import sys
 import tarfile
 import tempfile
@@ -61,7 +62,7 @@ from .atomic import fsync
 from .catalogue import CatalogueFile, lookup
 from .cache_records import MARKER, check_entry, damaged_entry_hint, record_contents
 from .checksum import sha256_file
-from .errors import WRITE_ERRNOS, WeightsError
+from .errors import WRITE_ERRNOS, DamagedFileError, WeightsError
 from .file_lock import waiting_lock
 from .installed import installed_pipeline
 from ..progress_bars import is_interactive, progress_bar
@@ -109,6 +110,20 @@ def is_url(text: str) -> bool:
     return re.match(r"^https?://\S+$", text, re.IGNORECASE) is not None
 
 
+@contextmanager
+def fetch_again_hint(source: SourceLike, resolved: Path) -> Iterator[None]:
+    """Around reading the directory `source` resolved to: a DamagedFileError of a cached download (an
+    archive, URL or catalogue name) names the command that fetches it again; a local directory's is
+    left as it is (there is nothing to fetch)."""
+    try:
+        yield
+    except DamagedFileError as err:
+        parsed = parse_source(source)
+        if parsed.kind == "directory":
+            raise
+        raise DamagedFileError(f"{err} ({damaged_entry_hint(parsed.label, resolved)})") from None
+
+
 def parse_source(source: SourceLike) -> Source:
     """Say what `source` names, without touching the network or the cache."""
     if source is None:
@@ -122,6 +137,11 @@ def parse_source(source: SourceLike) -> Source:
         return _remote_pair(parts, label=text)
     if not from_path and is_url(text):
         return Source("remote", text, files=(CatalogueFile(text),))
+    if not text:  # Path("") is the working directory: an unset variable must not load what is there
+        raise WeightsError(
+            "empty model source: expected a directory, an archive, a URL or a catalogue name "
+            "(None, not an empty string, means the embedded English model)"
+        )
     path = Path(text).expanduser()
     if path.is_dir():
         return Source("directory", str(path), path=path)
@@ -129,7 +149,7 @@ def parse_source(source: SourceLike) -> Source:
         if _is_archive(path) or _ARCHIVE_SUFFIX.search(path.name):
             return Source("archive", str(path), path=path)
         return Source("directory", str(path), path=path)  # not a model: the loader says why
-    entry = lookup(text) if text else None
+    entry = lookup(text)
     if entry is not None:
         return Source("remote", entry.name, files=entry.files, name=entry.name)
     package = installed_pipeline(text)
@@ -172,15 +192,22 @@ def resolve_source(
         return parsed.path
     root = Path(cache).expanduser() if cache is not None else cache_dir()
     target = root / "models" / cache_key(parsed)
+    damaged: Optional[WeightsError] = None
     if _complete(target) and not refresh:
         try:
             check_entry(target, parsed.label)
             return target
-        except WeightsError:
+        except WeightsError as err:
             # perhaps `download --force` is replacing the entry this moment (its files move aside
             # while the new ones go in, under the entry's lock): look again once the lock is free
-            pass
-    with _entry_lock(target, parsed.label):
+            damaged = err
+    try:
+        locks = _locks_folder(target)
+    except WeightsError:
+        if damaged is not None:  # a read-only cache: the entry's own fault is what the user can act on
+            raise damaged from None
+        raise
+    with _entry_lock(locks, target, parsed.label):
         if _complete(target) and not refresh:
             check_entry(target, parsed.label)
             return target  # another process fetched it while this one waited for the lock
@@ -201,8 +228,8 @@ def cache_key(source: Source) -> str:
     """The cache entry's folder name: readable slug + digest of the URLs (or the archive's identity)."""
     if source.kind == "archive":
         assert source.path is not None
-        stat = source.path.stat()
-        identity = f"{source.path.resolve()}\n{stat.st_size}\n{stat.st_mtime_ns}"
+        status = source.path.stat()
+        identity = f"{source.path.resolve()}\n{status.st_size}\n{status.st_mtime_ns}"
         slug = _strip_archive_suffix(source.path.name)
     else:
         identity = "\n".join(f.url for f in source.files)
@@ -253,8 +280,19 @@ def _write_failure(err: BaseException) -> bool:
     return isinstance(err, PermissionError) or (isinstance(err, OSError) and err.errno in WRITE_ERRNOS)
 
 
+def _locks_folder(target: Path) -> Path:
+    """The cache's locks/ folder (made where missing) for entry `target`; a WeightsError where the cache
+    refuses writes."""
+    locks = target.parent.parent / "locks"
+    try:
+        locks.mkdir(parents=True, exist_ok=True)
+    except OSError as err:
+        raise _unwritable(locks, err) from None
+    return locks
+
+
 @contextmanager
-def _entry_lock(target: Path, label: str) -> Iterator[None]:
+def _entry_lock(locks: Path, target: Path, label: str) -> Iterator[None]:
     """Hold `locks/KEY.lock` in the cache while fetching entry KEY, so that one process fetches and others wait.
 
     Without it a second loader that starts while a first one fetches (or while
@@ -264,11 +302,6 @@ def _entry_lock(target: Path, label: str) -> Iterator[None]:
     locks, fetches go unlocked and the rename in `_commit` still keeps the
     entry whole.
     """
-    locks = target.parent.parent / "locks"
-    try:
-        locks.mkdir(parents=True, exist_ok=True)
-    except OSError as err:
-        raise _unwritable(locks, err) from None
     waiting = f"{label}: another process is fetching this model into {target}; waiting for it"
     with waiting_lock(locks / f"{target.name}.lock", waiting):
         yield
@@ -459,6 +492,7 @@ def _unpack(archive: Path, destination: Path, label: str) -> Path:
             with zipfile.ZipFile(archive) as zf:
                 for info in zf.infolist():
                     _check_member(info.filename, destination, label)
+                    _check_zip_member_kind(info, label)
                 _check_sizes([info.file_size for info in zf.infolist()], archive, destination, label)
                 zf.extractall(destination)
         elif _is_tarfile(archive):
@@ -480,6 +514,18 @@ def _unpack(archive: Path, destination: Path, label: str) -> Path:
     except Exception as err:  # truncated or corrupted: BadZipFile, ReadError, EOFError, zlib.error, CRC errors
         raise WeightsError(f"{label}: the archive is truncated or corrupted ({type(err).__name__}: {err})") from None
     return _model_root(destination, label)
+
+
+def _check_zip_member_kind(info: zipfile.ZipInfo, label: str) -> None:
+    """Refuse a zip member that is not a plain file or folder: a symbolic link (`zip -y`), which
+    extraction would write as a small file holding its target's name, or a device or pipe. Its kind is
+    in the file-type bits of the Unix mode in external_attr's upper half; zips made elsewhere (and
+    Python's writestr) leave them 0: a plain file."""
+    kind = stat.S_IFMT(info.external_attr >> 16)
+    if kind == stat.S_IFLNK:
+        raise WeightsError(f"{label}: refused archive member {info.filename!r}: links are not allowed in a model")
+    if kind not in (0, stat.S_IFREG, stat.S_IFDIR):
+        raise WeightsError(f"{label}: refused archive member {info.filename!r}: not a file or a directory")
 
 
 def _checked_tar_members(tf: tarfile.TarFile, destination: Path, label: str) -> Iterator[tarfile.TarInfo]:
@@ -570,6 +616,7 @@ __all__ = [
     "cached_path",
     "check_entry",
     "damaged_entry_hint",
+    "fetch_again_hint",
     "is_url",
     "parse_source",
     "resolve_source",

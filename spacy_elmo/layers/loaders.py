@@ -55,6 +55,7 @@ from ..io import (
     load_published,
     resolve_source,
 )
+from ..io.sources import fetch_again_hint
 from ..resources import DEFAULT_MODEL_DIR, default_model_path
 
 LOADER_ATTR = "loader"  # where a biLM model keeps the loader its component set
@@ -152,7 +153,8 @@ def _read_published(path: PathLike, with_softmax: bool) -> NativeModel:
     directory = _directory(path)
     options, weights, vocab = find_published_files(directory)
     metadata = {"source": str(directory), "format": "published"}
-    return NativeModel(load_published(options, weights, vocab), metadata=metadata)
+    with fetch_again_hint(path, directory):
+        return NativeModel(load_published(options, weights, vocab), metadata=metadata)
 
 
 def _read_native(path: PathLike, with_softmax: bool) -> NativeModel:
@@ -161,7 +163,8 @@ def _read_native(path: PathLike, with_softmax: bool) -> NativeModel:
         raise WeightsError(
             f"{directory}: no elmo.json; for options.json + weights.hdf5 use spacy-elmo.PublishedLoader.v1"
         )
-    return load_native(directory, with_softmax=with_softmax)
+    with fetch_again_hint(path, directory):
+        return load_native(directory, with_softmax=with_softmax)
 
 
 def resolve_loader(weights: WeightsSetting = None) -> Loader:

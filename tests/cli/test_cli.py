@@ -58,7 +58,7 @@ def test_clear_errors_without_tracebacks(allennlp_dir, tmp_path):
     text = tmp_path / "in.txt"
     text.write_text("x\n")
     result = runner.invoke(app, ["embed", str(text), str(tmp_path / "o.h5"), "--weights", str(tmp_path)])
-    assert result.exit_code == 1 and "no options file" in flat(result)
+    assert result.exit_code == 1 and "expected a directory holding elmo.json" in flat(result)
     result = runner.invoke(app, ["perplexity", str(allennlp_dir), str(text)])
     assert result.exit_code == 1 and "no softmax" in flat(result)
     result = runner.invoke(app, ["embed", str(text), str(tmp_path / "o.h5"), "--weights", str(allennlp_dir),
