@@ -50,8 +50,11 @@ class _Recorder:
         monkeypatch.setattr(distributed.dist, "is_initialized", lambda: False)
         monkeypatch.setattr(distributed.dist, "init_process_group",
                             lambda backend, **kwargs: self.calls.append(("init_process_group", backend)))
-        monkeypatch.setattr(distributed.dist, "new_group",
-                            lambda backend, timeout: self.calls.append(("new_group", backend, timeout)) or "waiting")
+        monkeypatch.setattr(distributed.dist, "new_group", self.new_group)
+
+    def new_group(self, backend, timeout):
+        self.calls.append(("new_group", backend, timeout))
+        return "waiting"
 
 
 def _torchrun_env(monkeypatch, rank: int, local_rank: int, world: int = 4) -> None:
