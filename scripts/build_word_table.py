@@ -52,7 +52,8 @@ from spacy_elmo.cli._util import spacy_lang_problem  # noqa: E402
 from spacy_elmo.progress_bars import progress_bar  # noqa: E402
 from spacy_elmo.resumable_training import RUN_SETTINGS, path_identity, record_settings  # noqa: E402
 from spacy_elmo.pretrain.word_table import (  # noqa: E402
-    VECTORS_FILE, check_word_table, select_rows, write_spacy_vectors, write_word2vec_text, write_word_table,
+    VECTORS_FILE, check_word_table, non_finite_rows, select_rows, write_spacy_vectors, write_word2vec_text,
+    write_word_table,
 )
 
 DEFAULT_TEXT = ROOT.parent / "shared" / "data" / "pretrain_en" / "train.txt.gz"
@@ -203,7 +204,12 @@ def main(argv: Optional[List[str]] = None) -> None:
     if not n_lines:  # a table of the vector file's words alone would pass for one of this text
         msg.fail(f"no line of text read from {', '.join(map(str, files))}: the text is empty; pass the "
                  "pretraining text with --text", exits=1)
-    rows = select_rows(vector_words, counts, args.top_text, args.top_vectors)
+    # a row holding NaN or infinity in the file is no vector: its word is left out, as a word without one
+    broken = non_finite_rows(vectors)
+    if broken:
+        msg.warn(f"{len(broken)} row(s) of {array_path.name} hold NaN or infinity (e.g. "
+                 f"{', '.join(repr(vector_words[r]) for r in broken[:3])}): those words are left out")
+    rows = select_rows(vector_words, counts, args.top_text, args.top_vectors, skip_rows=broken)
     words = [vector_words[r] for r in rows]
     table_vectors = numpy.asarray(vectors[rows], dtype=numpy.float32)
     in_table = set(words)
@@ -219,6 +225,7 @@ def main(argv: Optional[List[str]] = None) -> None:
                                     None),
             "vectors": known.get("vectors", args.package),
             "vector_file_rows": int(vectors.shape[0]),
+            "vector_file_rows_not_finite": len(broken),
         },
         "pruning": {
             "top_text": args.top_text,

@@ -522,6 +522,23 @@ def build_distillation(
         return _build_distillation(lm, settings, mode, device, cache, segments, frequent)
 
 
+def check_distill_settings(settings: Dict[str, Any], mode: str) -> Path:
+    """The checks of `[training.distill]` that need no teacher loaded (DistillError), made before a run
+    reads its corpus: the mode, the teacher's directory (returned), and what a word table teacher
+    cannot do."""
+    if mode != "sentences":
+        raise DistillError('[training.distill] needs [training] mode = "sentences" (teacher vectors are per sentence)')
+    directory = resolve_teacher(settings["teacher"])
+    if is_word_table(directory):
+        if settings.get("cache"):
+            raise DistillError("[training.distill] cache: a word table teacher is a lookup; it needs no cache")
+        if settings.get("targets", "token") == "context":
+            raise DistillError(
+                '[training.distill] targets = "context": a word table has no context; use "token" or "sentence"'
+            )
+    return directory
+
+
 def _build_distillation(
     lm: LanguageModel,
     settings: Dict[str, Any],
@@ -532,17 +549,9 @@ def _build_distillation(
     frequent: Sequence[str],
 ) -> Tuple[Any, DistilledLM]:
     """`build_distillation`'s work, under its forked RNG."""
-    if mode != "sentences":
-        raise DistillError('[training.distill] needs [training] mode = "sentences" (teacher vectors are per sentence)')
-    directory = resolve_teacher(settings["teacher"])
+    directory = check_distill_settings(settings, mode)
     if is_word_table(directory):
-        if settings.get("cache"):
-            raise DistillError("[training.distill] cache: a word table teacher is a lookup; it needs no cache")
         table = WordTableTeacher(directory)
-        if settings.get("targets", "token") == "context":
-            raise DistillError(
-                '[training.distill] targets = "context": a word table has no context; use "token" or "sentence"'
-            )
         return _with_targets(table, settings, segments, frequent), DistilledLM(
             lm, table.dim, settings["layer"], settings["map"], _similarity(settings, frequent)
         ).to(device)
@@ -617,6 +626,7 @@ __all__ = [
     "WordTableTeacher",
     "batch_sentences",
     "build_distillation",
+    "check_distill_settings",
     "length_chunks",
     "resolve_teacher",
     "teacher_precision",

@@ -24,6 +24,26 @@ def read_log(path: Path) -> List[dict]:
     return rows
 
 
+def keep_rows_through(path: Path, step: int) -> None:
+    """Rewrite a run's log.jsonl (atomically) with only its rows up to `step` (a resumed run's checkpoint):
+    the rows after it are those of the session that was killed, whose steps the resumed run trains, and
+    logs, again; kept, they showed the killed session's numbers (a learning rate lowered for the
+    resume, say) and hid the resumed run's. Lines that are no row are dropped."""
+    from ..io.atomic import atomic_path
+
+    if not Path(path).is_file():
+        return
+    rows = [row for row in read_log(path) if _row_step(row) <= step]
+    with atomic_path(path) as tmp:
+        tmp.write_text("".join(json.dumps(row) + "\n" for row in rows), encoding="utf-8")
+
+
+def _row_step(row: dict) -> int:
+    """A row's step: an evaluation's `step`, a replica checksum row's `at_step` (else 0: kept)."""
+    value = row.get("step", row.get("at_step", 0))
+    return value if isinstance(value, int) else 0
+
+
 def plot_perplexity(log_path: Path, out_path: Path, title: Optional[str] = None) -> Optional[Path]:
     """Write the plot; returns None when matplotlib or data are missing."""
     rows = [r for r in read_log(log_path) if "step" in r]
@@ -61,4 +81,4 @@ def plot_perplexity(log_path: Path, out_path: Path, title: Optional[str] = None)
     return out_path
 
 
-__all__ = ["plot_perplexity", "read_log"]
+__all__ = ["keep_rows_through", "plot_perplexity", "read_log"]

@@ -16,7 +16,7 @@ from typing import Any, Dict, List, Literal, Optional, Union
 
 import srsly
 from confection import Config, ConfigValidationError, registry
-from pydantic import BaseModel, Field
+from pydantic import BaseModel, ConfigDict, Field
 
 from ..bilm.errors import SpacyElmoError
 
@@ -177,7 +177,14 @@ DEFAULT_CONFIG = Config().from_str(DEFAULT_CONFIG_STR)
 PathSetting = Union[None, str, List[str]]
 
 
-class PathsSchema(BaseModel):
+class _Settings(BaseModel):
+    """A section's schema: no infinite or NaN numbers (a learning rate of Infinity passed the check and
+    crashed in the schedule)."""
+
+    model_config = ConfigDict(allow_inf_nan=False)
+
+
+class PathsSchema(_Settings):
     train: PathSetting
     dev: PathSetting
     vocab: Optional[str]
@@ -187,7 +194,7 @@ class PathsSchema(BaseModel):
     softmax_init: Optional[str]
 
 
-class CorpusSchema(BaseModel):
+class CorpusSchema(_Settings):
     tokenizer: Literal["spacy", "whitespace"]
     lang: str
     max_length: int = Field(ge=1)
@@ -196,12 +203,12 @@ class CorpusSchema(BaseModel):
     shard: Literal["auto", "files", "none"]
 
 
-class VocabSchema(BaseModel):
+class VocabSchema(_Settings):
     max_size: int = Field(ge=4, description="three special tokens and a word")
     min_count: int = Field(ge=0)
 
 
-class ModelSchema(BaseModel):
+class ModelSchema(_Settings):
     """Types only: `BiLMConfig` checks the architecture's values."""
 
     lstm_dim: int
@@ -220,12 +227,12 @@ class ModelSchema(BaseModel):
     word_table_trainable: bool
 
 
-class SoftmaxSchema(BaseModel):
+class SoftmaxSchema(_Settings):
     kind: Literal["full", "sampled", "adaptive"]
     n_samples: int = Field(ge=1)
 
 
-class DistillSchema(BaseModel):
+class DistillSchema(_Settings):
     teacher: Optional[str]
     weight: float = Field(ge=0)
     layer: Literal["top", "mix", "token"]
@@ -247,13 +254,13 @@ class DistillSchema(BaseModel):
     cache_dim: int = Field(ge=0)
 
 
-class TrainingSchema(BaseModel):
+class TrainingSchema(_Settings):
     seed: int
     mode: Literal["sentences", "stream"]
     batch_tokens: int = Field(ge=1)
     batch_size: int = Field(ge=1)
     unroll_steps: int = Field(ge=1)
-    max_epochs: int = Field(ge=0)
+    max_epochs: int = Field(ge=1, description="passes over the text (0, spaCy's 'no limit', would train nothing)")
     max_steps: int = Field(ge=0)
     max_minutes: float = Field(ge=0)
     optimizer: Literal["adagrad", "adam", "sgd"]
@@ -315,8 +322,27 @@ def load_config(path: Optional[Union[str, Path]] = None, overrides: Optional[Dic
         registry.resolve(config, schema=PretrainSchema, validate=True)
     except ConfigValidationError as err:
         raise SettingsError("; ".join(_describe(error, config) for error in err.errors or [])) from None
+    _use_checked_values(config)
     _check_vocab_file(config["paths"]["vocab"])
     return config
+
+
+def _use_checked_values(config: Config) -> None:
+    """Put the values as the schemas read them back into `config`: "no" or "False" for a boolean was
+    accepted as false by the check, then read by the run as a true string (a frozen table trained),
+    and ".001" for a number passed as a string, to crash in the schedule."""
+    checked = PretrainSchema.model_validate(dict(config)).model_dump()
+
+    def write_back(section: Dict[str, Any], values: Dict[str, Any]) -> None:
+        for key, value in values.items():
+            if key not in section:
+                continue
+            if isinstance(value, dict) and isinstance(section[key], dict):
+                write_back(section[key], value)
+            elif type(section[key]) is not type(value) and not isinstance(section[key], (list, tuple)):
+                section[key] = value
+
+    write_back(config, checked)
 
 
 def _check_vocab_file(vocab: Optional[str]) -> None:

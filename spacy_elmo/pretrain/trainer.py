@@ -48,14 +48,15 @@ from .building import (
 )
 from .checkpoint import CheckpointError, load_checkpoint, rng_state, save_checkpoint, set_rng_state
 from .distill import (
-    DistilledLM, DistillError, DistillTargets, Teacher, batch_sentences, build_distillation, resolve_teacher,
+    DistilledLM, DistillError, DistillTargets, Teacher, batch_sentences, build_distillation, check_distill_settings,
+    resolve_teacher,
 )
 from .distributed import Dist, check_replicas, init_distributed, launched_world_size, shutdown
 from .freezing import (
     changed_on_resume, check_frozen_setting, check_objective_trains, freeze_parameters, grouped, parameter_names,
 )
 from .init_from import continue_from, model_word_table, resume_architecture, start_model, start_provenance
-from .plot import plot_perplexity, read_log
+from .plot import keep_rows_through, plot_perplexity, read_log
 from .progress import Progress, StopFlag, Window
 from .settings import RunPaths, SettingsError, check_resume_config
 from .shards import ShardedCorpus, Share, plan_shares, shares_from_state
@@ -110,6 +111,10 @@ class Trainer:
         self.carried: Optional[LSTMState] = None  # stream mode: the state carried between batches
         self.last_eval: Optional[Dict[str, float]] = None
         self.logged_step = -1  # the last step with a row in log.jsonl (main process; -1: none)
+        # what `_architecture` read before the corpus, for `_build`: [paths] word_table's (its record,
+        # its vectors) and [paths] softmax_init's table (vocabulary, vectors)
+        self.table_read: Optional[tuple] = None
+        self.softmax_table: Optional[Tuple[WordTableVocabulary, torch.Tensor]] = None
 
     # -- data ---------------------------------------------------------------------
     def layout(self, state: Optional[Dict[str, Any]]) -> str:
@@ -238,7 +243,8 @@ class Trainer:
                 # a fresh run: a log left by an earlier start that never wrote a checkpoint is not this run's
                 self.paths.log.unlink(missing_ok=True)
             else:
-                # rows the checkpoint's steps will replay (logged after it was written) are not logged again
+                # the rows after the checkpoint are the killed session's: the steps it replays are logged anew
+                keep_rows_through(self.paths.log, self.position.step)
                 steps = [r["step"] for r in read_log(self.paths.log) if isinstance(r.get("step"), int)]
                 self.logged_step = max(steps, default=-1)
         self.bar = progress_bar(
@@ -291,6 +297,20 @@ class Trainer:
             start = start_model(self.config, report=self.dist.is_main)
         table = bool(self.config["paths"].get("word_table")) or (start is not None and start.bilm.config.has_word_table)
         check_frozen_setting(self.config, new_table=state is None and table)
+        # the tables and the teacher a fresh run reads (small) are read or found now, not after the corpus
+        paths, distill = self.config["paths"], self.config["training"]["distill"]
+        if state is None and paths.get("word_table") and not (start is not None and start.bilm.config.has_word_table):
+            self.table_read = self._read_word_table(paths["word_table"])
+        if state is None and paths.get("softmax_init"):
+            if start is not None and start.head is not None:
+                raise SettingsError("[paths] softmax_init: the init_from model brings its own softmax; unset one")
+            loaded = (paths["init_from"], start) if start is not None else None
+            self.softmax_table = self._softmax_table(paths["softmax_init"], loaded)
+        if distill["teacher"]:
+            try:
+                check_distill_settings(distill, self.config["training"]["mode"])
+            except DistillError as err:
+                raise SettingsError(str(err)) from None
         return start
 
     def _build(self, state: Optional[Dict[str, Any]], start: Optional[NativeModel]) -> None:
@@ -312,8 +332,8 @@ class Trainer:
                     "dim": start.bilm.config.word_table_dim,
                     "info": start.metadata.get("word_table"),
                 }
-            elif self.config["paths"].get("word_table"):
-                self.word_table, table_vectors = self._read_word_table(self.config["paths"]["word_table"])
+            elif self.table_read is not None:
+                self.word_table, table_vectors = self.table_read
         table_vocab = self._table_vocab()
         torch.manual_seed(self.seed)
         numpy.random.seed(self.seed % (2**32))
@@ -325,11 +345,8 @@ class Trainer:
         if start is not None:
             self.start_metadata = continue_from(self.lm, start, self.train_corpus.counts())
         self.frozen = self._freeze(state, start)
-        if state is None and self.config["paths"].get("softmax_init"):
-            if start is not None and start.head is not None:
-                raise SettingsError("[paths] softmax_init: the init_from model brings its own softmax; unset one")
-            loaded = (self.config["paths"]["init_from"], start) if start is not None else None
-            self._init_softmax(self.config["paths"]["softmax_init"], loaded)
+        if self.softmax_table is not None:
+            self._init_softmax(self.config["paths"]["softmax_init"], *self.softmax_table)
         self.model: torch.nn.Module = self.lm
         self.teacher: Optional[Any] = None  # a Teacher, its cache, a word table or context targets
         self.distilled: Optional[DistilledLM] = None
@@ -440,18 +457,22 @@ class Trainer:
                          "one stays as it starts")
         return frozen
 
-    def _init_softmax(self, directory: str, loaded: Optional[Tuple[str, NativeModel]] = None) -> None:
-        """[paths] softmax_init: the softmax's output embeddings start from that table's vectors
-        (a word table directory, or a native model's own table, e.g. "embedded"; `loaded`, the
-        init_from model, is not read again)."""
+    @staticmethod
+    def _softmax_table(
+        directory: str, loaded: Optional[Tuple[str, NativeModel]] = None
+    ) -> Tuple[WordTableVocabulary, torch.Tensor]:
+        """[paths] softmax_init's table: a word table directory, or a native model's own table, e.g.
+        "embedded" (`loaded`, the init_from model, is not read again)."""
         from_model = model_word_table(directory, loaded)
         if from_model is not None:
-            vocab, vectors = from_model
-        else:
-            try:
-                vocab, vectors = load_word_table(directory)
-            except WordTableError as err:
-                raise SettingsError(f"[paths] softmax_init: {err}") from None
+            return from_model
+        try:
+            return load_word_table(directory)
+        except WordTableError as err:
+            raise SettingsError(f"[paths] softmax_init: {err}") from None
+
+    def _init_softmax(self, directory: str, vocab: WordTableVocabulary, vectors: torch.Tensor) -> None:
+        """[paths] softmax_init: the softmax's output embeddings start from that table's vectors."""
         found = init_softmax_from_table(self.lm.head, self.vocab, vocab, vectors, self.seed)
         if self.progress and self.dist.is_main:
             print(f"softmax_init: {found:,} of {len(self.vocab):,} output embeddings start from {directory}")
@@ -870,7 +891,8 @@ class Trainer:
             "tokens_seen": position.tokens,
             "dev_perplexity": metrics,
             "train_tokens_per_epoch": self.train_corpus.n_tokens,
-            "training_seconds": round(position.elapsed, 1),
+            # the clock now (a checkpoint's figure, position.elapsed, is as old as the last checkpoint)
+            "training_seconds": round(time.perf_counter() - self.started, 1),
             "hardware": f"{platform.machine()} {cpu_name()}, torch {torch.__version__}, "
             f"{torch.get_num_threads()} threads, device {self.device}",
             "config": self.config.to_str(),
@@ -943,14 +965,18 @@ def run_finished(output_dir: PathLike) -> bool:
     model-last exists once a run has finished, but also once a signal stopped it, so its
     existence says nothing: its elmo.json's metadata "finished" does. A model-last written
     before that field existed counts as finished when its step or epoch reached its config's
-    max_steps or max_epochs (one stopped by max_minutes then resumes, and stops at once)."""
-    directory = RunPaths(Path(output_dir)).model_last
+    max_steps or max_epochs (one stopped by max_minutes then resumes, and stops at once).
+
+    A finished run resumed with other limits (a larger max_steps) and stopped before its new end
+    is not finished: the run's config.cfg, written when the resume started, then holds limits
+    that model-last's own config does not."""
+    paths = RunPaths(Path(output_dir))
     try:
-        metadata = read_meta(directory).get("metadata") or {}
+        metadata = read_meta(paths.model_last).get("metadata") or {}
     except WeightsError:
         return False  # no model-last (or an unreadable one): not finished
     if "finished" in metadata:
-        return bool(metadata["finished"])
+        return bool(metadata["finished"]) and not _limits_changed(metadata.get("config"), paths.config)
     try:
         training = Config().from_str(metadata.get("config") or "", interpolate=False).get("training", {})
         max_steps, max_epochs = int(training.get("max_steps", 0)), int(training.get("max_epochs", 0))
@@ -958,6 +984,19 @@ def run_finished(output_dir: PathLike) -> bool:
     except (ValueError, TypeError, KeyError, configparser.Error):  # no readable limits: resume to be sure
         return False
     return bool((max_steps and step >= max_steps) or (max_epochs and epoch >= max_epochs))
+
+
+def _limits_changed(model_config: Optional[str], run_config: Path) -> bool:
+    """Whether the run's config.cfg sets other [training] limits (max_steps, max_epochs, max_minutes)
+    than the config a model was saved with (False where either cannot be read)."""
+    def limits(text: str) -> Tuple[Any, ...]:
+        training = Config().from_str(text, interpolate=False).get("training", {})
+        return tuple(training.get(key) for key in ("max_steps", "max_epochs", "max_minutes"))
+
+    try:
+        return bool(model_config) and limits(str(model_config)) != limits(run_config.read_text(encoding="utf-8"))
+    except (OSError, ValueError, configparser.Error):
+        return False
 
 
 def pretrain(config: Config, output_dir: PathLike, resume: bool = False, device: Optional[str] = None,

@@ -15,7 +15,7 @@ in it: the biLM learns them. No spaCy or thinc here.
 """
 import json
 from pathlib import Path
-from typing import Any, Dict, List, Mapping, Optional, Sequence, Tuple, Union
+from typing import Any, Collection, Dict, List, Mapping, Optional, Sequence, Tuple, Union
 
 import numpy
 import torch
@@ -48,22 +48,35 @@ def usable_word(word: Optional[str]) -> bool:
 
 
 def select_rows(
-    vector_words: Sequence[str], text_counts: Mapping[str, int], top_text: int, top_vectors: int
+    vector_words: Sequence[str], text_counts: Mapping[str, int], top_text: int, top_vectors: int,
+    skip_rows: Collection[int] = (),
 ) -> List[int]:
     """Rows of the vector file to keep, in the file's order: the `top_text` most frequent
     words of the text (`text_counts`, keyed as the table looks words up) that the file
     has, and the file's first `top_vectors` words (a file ordered by frequency: words the
-    text lacks but downstream text will have). Unusable words (`usable_word`) are skipped."""
+    text lacks but downstream text will have). Unusable words (`usable_word`) are skipped,
+    and so are `skip_rows` (rows the file holds NaN or infinity in: `non_finite_rows`)."""
     if top_text < 0 or top_vectors < 0:
         raise ValueError(f"top_text and top_vectors must be >= 0, got {top_text}, {top_vectors}")
+    skip = set(skip_rows)
     index: Dict[str, int] = {}
     for row, word in enumerate(vector_words):
-        if usable_word(word):
+        if usable_word(word) and row not in skip:
             index.setdefault(word, row)
     keep = set(row for row in index.values() if row < top_vectors)
     ranked = sorted((-count, word) for word, count in text_counts.items() if word in index)
     keep.update(index[word] for _, word in ranked[:top_text])
     return sorted(keep)
+
+
+def non_finite_rows(vectors: numpy.ndarray, chunk: int = 65536) -> List[int]:
+    """The rows of a vector file (a memory-mapped array, read a chunk at a time) that hold NaN or
+    infinity: no table can keep them."""
+    rows: List[int] = []
+    for start in range(0, vectors.shape[0], chunk):
+        finite = numpy.isfinite(numpy.asarray(vectors[start:start + chunk])).all(axis=1)
+        rows.extend(int(start + i) for i in numpy.flatnonzero(~finite))
+    return rows
 
 
 def check_word_table(
@@ -93,13 +106,14 @@ def check_word_table(
         array = numpy.ascontiguousarray(vectors, dtype=numpy.dtype(dtype))
     finite = numpy.isfinite(array).all(axis=1)
     if not finite.all():
-        overflow = bool(numpy.isfinite(numpy.asarray(vectors, dtype=numpy.float64)[~finite]).all())
-        named = ", ".join(repr(words[i]) for i in numpy.flatnonzero(~finite)[:5])
-        raise ValueError(
-            f"{int((~finite).sum())} row(s) not finite in {dtype}, e.g. {named}: "
-            + ("their values are beyond float16's range (write the table as float32)" if overflow
-               else "they hold NaN or infinity in the vector file (leave those words out)")
-        )
+        broken = ~numpy.isfinite(numpy.asarray(vectors, dtype=numpy.float64)).all(axis=1)
+        problems = []
+        for rows, why in ((broken, "hold NaN or infinity in the vectors (leave those words out)"),
+                          (~finite & ~broken, f"have values beyond {dtype}'s range (write the table as float32)")):
+            if rows.any():
+                named = ", ".join(repr(words[i]) for i in numpy.flatnonzero(rows)[:5])
+                problems.append(f"{int(rows.sum())} row(s), e.g. {named}, {why}")
+        raise ValueError(f"{int((~finite).sum())} row(s) not finite in {dtype}: " + "; ".join(problems))
     return array
 
 
@@ -252,6 +266,6 @@ def write_spacy_vectors(directory: PathLike, words: Sequence[str], vectors: nump
 
 __all__ = [
     "FORMAT_NAME", "INFO_FILE", "VECTORS_FILE", "WORDS_FILE", "WordTableError", "check_word_table", "load_word_table",
-    "read_table_info", "select_rows", "usable_word", "write_spacy_vectors", "write_word2vec_text",
+    "non_finite_rows", "read_table_info", "select_rows", "usable_word", "write_spacy_vectors", "write_word2vec_text",
     "write_word_table",
 ]
