@@ -680,6 +680,7 @@ def open_sink(
     if is_url(target):
         if resume:
             raise DumpError("--resume needs a local HDF5 output (a remote one is uploaded only when complete)")
+        refuse_existing_remote(target, overwrite)
         name = target.rstrip("/").rsplit("/", 1)[-1]
         final = Path(tempfile.mkdtemp(prefix="spacy-elmo-embed-")) / name
     else:
@@ -736,6 +737,35 @@ def check_hdf5_output(output: PathLike) -> None:
     if not path.parent.is_dir():
         raise DumpError(f"{path.parent}: no such directory for the output; create it first")
     refuse_directory(path, HDF5_IS_A_FILE)
+
+
+def refuse_existing_remote(target: str, overwrite: bool) -> None:
+    """Refuse an HDF5 OUTPUT at an fsspec URL that exists, unless `overwrite`: the file is written
+    locally and uploaded when complete, so the local checks never saw the remote one, and the upload
+    replaced it."""
+    if overwrite:
+        return
+    import fsspec
+
+    try:
+        fs, path = fsspec.core.url_to_fs(target)
+        exists = fs.exists(path)
+    except Exception as err:  # an unknown protocol, a missing filesystem package, no network
+        raise DumpError(f"{target}: cannot check the output ({type(err).__name__}: {err})") from None
+    if exists:
+        raise DumpError(f"{target} exists; pass --overwrite to replace it")
+
+
+def check_output_before_work(output: PathLike, output_format: str, overwrite: bool) -> None:
+    """The checks of an HDF5 OUTPUT that need no input and no model, for the command line to make before it
+    loads the model (a download, with a URL or catalogue --weights): a local one's folder and kind
+    (`check_hdf5_output`), a remote one's existence (`refuse_existing_remote`)."""
+    if output_format != "hdf5":
+        return
+    if is_url(str(output)):
+        refuse_existing_remote(str(output), overwrite)
+    else:
+        check_hdf5_output(output)
 
 
 def check_sharded_hdf5_output(output: PathLike) -> None:
@@ -1139,6 +1169,7 @@ __all__ = [
     "shard_path", "partial_path", "read_lines", "check_text", "plan_inputs", "InputPlan", "Hdf5Sink", "open_sink",
     "embed_skipping_space",
     "finish_sink", "run_local", "DumpWarning", "OutputLock", "model_fingerprint", "run_record", "read_record",
-    "check_record", "record_difference", "check_hdf5_output", "stopped_note", "check_join_target",
+    "check_record", "record_difference", "check_hdf5_output", "check_output_before_work", "refuse_existing_remote",
+    "stopped_note", "check_join_target",
     "drop_stale_join", "finished_shard",
 ]

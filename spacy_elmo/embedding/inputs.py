@@ -163,10 +163,10 @@ def expand_inputs(patterns: Sequence[str], output: Optional[str] = None) -> List
         pattern = str(pattern)
         found = _matches(pattern)
         if not found:
-            raise DumpError(f"{pattern}: no such file" + (" (the glob matches nothing)" if glob.has_magic(pattern)
+            raise DumpError(f"{pattern}: no such file" + (" (the glob matches nothing)" if is_glob(pattern)
                                                           else ""))
         kept = [(path_identity(path), path) for path in found]
-        if not glob.has_magic(pattern) and is_output(kept[0][0]):
+        if not is_glob(pattern) and is_output(kept[0][0]):
             raise DumpError(f"{pattern}: is this run's own output ({output}), not an input; name another output")
         kept = [(identity, path) for identity, path in kept if not is_output(identity)]
         if not kept:
@@ -174,6 +174,11 @@ def expand_inputs(patterns: Sequence[str], output: Optional[str] = None) -> List
         for identity, path in kept:
             files.setdefault(identity, path)
     return list(files.values())
+
+
+def is_glob(pattern: str) -> bool:
+    """Whether an input pattern is read as a glob: it has a wildcard (*, ?, [) and names no local file."""
+    return glob.has_magic(pattern) and (is_url(pattern) or not os.path.isfile(local_path(pattern)))
 
 
 def _matches(pattern: str) -> List[str]:
@@ -187,7 +192,7 @@ def _matches(pattern: str) -> List[str]:
             return [p if "://" in p else f"{protocol}://{p}" for p in sorted(fs.glob(pattern))]
         return [pattern] if fs.isfile(pattern) else []
     path = local_path(pattern)
-    if glob.has_magic(path):
+    if glob.has_magic(path) and not os.path.isfile(path):  # a file named "data[1].txt" is that file
         return sorted(p for p in glob.glob(path, recursive=True) if os.path.isfile(p))
     if os.path.isdir(path):
         raise DumpError(f"{pattern}: a directory; name its files, e.g. {os.path.join(pattern, '*.txt')}")
@@ -224,9 +229,12 @@ def shard_files(n_files: int, shard: Tuple[int, int]) -> Tuple[List[int], Tuple[
 # -- reading -----------------------------------------------------------------------------
 
 
-def read_lines(path: str, encoding_errors: str = "strict") -> Iterator[Tuple[int, str]]:
+def read_lines(path: str, encoding_errors: str = "strict", lone_cr: bool = True) -> Iterator[Tuple[int, str]]:
     """(line number, line text without its newline) of a UTF-8 text file, gunzipped if it is
     gzip (found by its first bytes), without a leading byte-order mark.
+
+    Lines end at \n, \r\n and, with `lone_cr` (text files), a lone \r; without it (JSON Lines, whose
+    records end at \n only, and where \r between tokens is whitespace) only at \n and \r\n.
 
     encoding_errors: "strict" (a DumpError naming the first line that is not
     UTF-8 text: invalid bytes, or a NUL byte as in binary files) or "replace"
@@ -253,7 +261,7 @@ def read_lines(path: str, encoding_errors: str = "strict") -> Iterator[Tuple[int
         raw.close()
         raise DumpError(f"{path}: cannot read the file ({err.strerror or err})") from None
     stream = gzip.GzipFile(fileobj=raw, mode="rb") if compressed else raw
-    with io.TextIOWrapper(stream, encoding="utf-8-sig", errors=errors, newline="") as handle:
+    with io.TextIOWrapper(stream, encoding="utf-8-sig", errors=errors, newline="" if lone_cr else "\n") as handle:
         try:
             for number, line in enumerate(handle):
                 if strict and (_NOT_TEXT.search(line) is not None):
@@ -352,7 +360,7 @@ def read_units(
 def _jsonl_units(path: str, file: int, encoding_errors: str, lang: Optional[str], pipeline: Optional[str],
                  tokenize: bool = True) -> Iterator[Unit]:
     tokenizer: Optional[Tokenizer] = None
-    for number, line in read_lines(path, encoding_errors):
+    for number, line in read_lines(path, encoding_errors, lone_cr=False):
         if not line.strip():
             continue
         where = f"{path}: line {number + 1}"

@@ -85,6 +85,16 @@ def vectors_array(arrays: Sequence[numpy.ndarray]) -> "pyarrow.Array":
     return pa.ListArray.from_arrays(pa.array(outer, type=pa.int32()), column)
 
 
+def printable_path(path: str) -> str:
+    """`path` as UTF-8 text: a file name that is not UTF-8 (its bytes held as surrogates, which Arrow's
+    strings refuse) has its odd bytes written as \\xNN escapes."""
+    try:
+        path.encode("utf-8")
+        return path
+    except UnicodeEncodeError:
+        return path.encode("utf-8", "surrogateescape").decode("utf-8", "backslashreplace")
+
+
 def rows_table(rows: Sequence[Tuple[str, str, Unit, numpy.ndarray]], layers: str,
                record: Optional[Dict[str, Any]] = None) -> "pyarrow.Table":
     """An Arrow table of (key, input path, unit, vectors) rows, with the `layers` mode in its metadata
@@ -93,7 +103,7 @@ def rows_table(rows: Sequence[Tuple[str, str, Unit, numpy.ndarray]], layers: str
     pa = _pyarrow()
     table = pa.table({
         "key": pa.array([key for key, _, _, _ in rows], type=pa.string()),
-        "file": pa.array([path for _, path, _, _ in rows], type=pa.string()),
+        "file": pa.array([printable_path(path) for _, path, _, _ in rows], type=pa.string()),
         "number": pa.array([u.number for _, _, u, _ in rows], type=pa.int64()),
         "doc": pa.array([u.doc for _, _, u, _ in rows], type=pa.int64()),
         "start": pa.array([u.start for _, _, u, _ in rows], type=pa.int64()),
@@ -257,6 +267,13 @@ class ParquetSink:
         if ours and not (resume or overwrite):
             raise DumpError(f"{output} holds {len(ours)} part(s) of an earlier run; pass --resume to skip the "
                             "finished parts or --overwrite to start again")
+        # the other shards' parts of this sharding: one directory is one run, so their settings must be this run's
+        siblings = [name for name in names if _PART.match(name) and name not in foreign and not self._ours(name)]
+        recorded = self.store.read_record(siblings[0]) if siblings and not overwrite else None
+        if recorded is not None:
+            check_record(recorded, self.record, f"{output}/{siblings[0]}",
+                         "The shards of one directory are one run: write every shard with the same settings, "
+                         "or write to another directory (--overwrite replaces this shard's parts only).")
         stale = sorted(name for name in self.store.temporaries() if self._ours(_temporary_part(name)))
         if overwrite and not resume:
             self.store.remove(ours + (stale if self.lock is not None else []))
