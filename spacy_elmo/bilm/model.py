@@ -233,10 +233,16 @@ class BiLM(nn.Module):
 
     def _apply(self, fn: Any, recurse: bool = True) -> "BiLM":
         """`to()`, `double()`, `cuda()` and kin: the caches go first, so that their keys (which hold
-        the weights they were computed from) keep no copy of the old tensors alive."""
+        the weights they were computed from) keep no copy of the old tensors alive; the state carried
+        in `stateful` mode is converted with the weights (kept as it was, the next batch's state was
+        rounded to its old dtype, or copied back from its old device, at every call)."""
         if hasattr(self, "cache_lock"):  # not while __init__ builds the modules
             self.clear_cache()
-        return super()._apply(fn, recurse)
+        applied = super()._apply(fn, recurse)
+        carried = getattr(self, "_carried", None)
+        if carried is not None:
+            self._carried = LSTMState(tuple(fn(t) for t in carried.h), tuple(fn(t) for t in carried.c))
+        return applied
 
     def train(self, mode: bool = True) -> "BiLM":
         if mode:

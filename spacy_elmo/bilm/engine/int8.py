@@ -52,6 +52,7 @@ from torch.utils.weak import WeakIdKeyDictionary
 from ..lstm import BiLSTMStack
 from . import cell_kernel, loops
 from .base import LayerInputs, LayerOutput, run_loop
+from .probe import plain_cpu_math, probe_tensors
 from .mkl import MKLEngine
 from .weights_key import WeightsKey
 
@@ -69,12 +70,8 @@ def works() -> bool:
         _WORKS = False
         if torch.backends.quantized.engine not in ("none", None):
             try:
-                with torch.no_grad():
-                    # on the CPU whatever the default device: probed first under `torch.device("meta")` (a
-                    # model's shapes checked before it is built) or a user's GPU default, it failed for good
-                    x = torch.linspace(-1.0, 1.0, 24, device="cpu").view(3, 8)
-                    w = torch.linspace(-0.5, 0.7, 40, device="cpu").view(5, 8)
-                    b = torch.linspace(0.1, 0.3, 5, device="cpu")
+                with plain_cpu_math():  # whatever the caller's device, dtype and autocast: see probe.py
+                    x, w, b = probe_tensors()
                     got = linear(x, pack(w, b))
                     _WORKS = bool(torch.allclose(got, torch.addmm(b, x, w.t()), atol=0.05))
             except (RuntimeError, NotImplementedError):  # a build or CPU without the quantized operators

@@ -19,6 +19,8 @@ from typing import Optional
 
 import torch
 
+from .probe import plain_cpu_math, probe_tensors
+
 try:
     _LINEAR = torch.ops.mkldnn._linear_pointwise
     _PACK = torch.ops.mkldnn._reorder_linear_weight
@@ -36,12 +38,8 @@ def works() -> bool:
         _WORKS = False
         if _HAS_OPERATORS and torch.backends.mkldnn.is_available():
             try:
-                with torch.no_grad():
-                    # on the CPU whatever the default device: probed first under `torch.device("meta")` (a
-                    # model's shapes checked before it is built) or a user's GPU default, it failed for good
-                    x = torch.linspace(-1.0, 1.0, 24, device="cpu").view(3, 8)
-                    w = torch.linspace(-0.5, 0.7, 40, device="cpu").view(5, 8)
-                    b = torch.linspace(0.1, 0.3, 5, device="cpu")
+                with plain_cpu_math():  # whatever the caller's device, dtype and autocast: see probe.py
+                    x, w, b = probe_tensors()
                     packed = _PACK(w, None)
                     expected = torch.addmm(b, x, w.t())
                     got = _LINEAR(x, packed, b, "sigmoid", [], "")
