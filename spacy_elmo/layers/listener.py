@@ -155,7 +155,7 @@ def _forward(model: ElmoListenerLayer, docs: List[Doc], is_train: bool) -> Tuple
             layers = _upstream_layers(model, doc)
             if layers is None:
                 raise ValueError(
-                    _missing_upstream(model) or
+                    _missing_upstream(model) or _unlinked(model) or
                     f"ElmoListener (upstream '{model.upstream_name}') got a doc without doc._.elmo during "
                     "training: the elmo component did not run in this update. If it is in [training] "
                     "frozen_components, add it to annotating_components too, or leave it out of "
@@ -213,6 +213,24 @@ def _upstream_layers(model: ElmoListenerLayer, doc: Doc) -> Any:
     if source is not None and model.upstream_name not in ("*", source):
         raise ValueError(_other_source_message(model, source))
     return layers
+
+
+def _unlinked(model: ElmoListenerLayer) -> Optional[str]:
+    """The message for a listener its elmo component does not know (so it sends it no layers in
+    training); None where it is linked, or where the pipeline is not known."""
+    from ..pipeline.component import unlinked_upstream  # the pipeline package imports this module
+
+    found = unlinked_upstream(model)
+    if found is None:
+        return None
+    elmo, holder = found
+    return (
+        f"ElmoListener of '{holder}' (upstream '{model.upstream_name}'): '{elmo}' ran, but it does not know this "
+        f"listener, so it sent it no layers: '{holder}' was disabled when the pipeline was loaded "
+        "(spacy.load(..., disable=...) links only the enabled components' listeners, and nlp.enable_pipe does "
+        "not link them later). Load the pipeline without disabling it (exclude what you do not need), or call "
+        "nlp._link_components() after enabling it."
+    )
 
 
 def _missing_upstream(model: ElmoListenerLayer, source: Optional[str] = None) -> Optional[str]:

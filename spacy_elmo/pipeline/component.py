@@ -19,8 +19,8 @@ prediction or update, `initialize`, saving), not when it is created, so
 that `spacy.load` restores, whose biLM comes from its own files, never reads
 the weights its config names.
 """
-import multiprocessing
 import os
+import sys
 import warnings
 import weakref
 from functools import partial
@@ -62,25 +62,38 @@ _PENDING: "weakref.WeakKeyDictionary[Elmo, PendingBackward]" = weakref.WeakKeyDi
 
 
 def _after_fork_in_child() -> None:
-    _worker["pending"] = True
+    _worker["checked"] = False  # a forked child looks again: it may be a worker where its parent was not
 
 
 if hasattr(os, "register_at_fork"):  # not on Windows, which has no fork
     os.register_at_fork(after_in_child=_after_fork_in_child)
 
 
+def _in_spacy_pipe_worker() -> bool:
+    """Whether this call runs in a worker process of spaCy's nlp.pipe(n_process=N): under its worker
+    function (`spacy.language._apply_pipes`) on the stack. Other child processes (a web server's or
+    a task queue's workers, a user's multiprocessing pool) are not, and keep their thread settings."""
+    frame = sys._getframe(1)
+    while frame is not None:
+        code = frame.f_code
+        if code.co_name == "_apply_pipes" and Path(code.co_filename).parts[-2:] == ("spacy", "language.py"):
+            return True
+        frame = frame.f_back  # type: ignore[assignment]
+    return False
+
+
 def _single_thread_in_worker() -> None:
-    """In a worker process of nlp.pipe(n_process=N), forked or spawned, use one torch thread.
+    """In a worker process of nlp.pipe(n_process=N), forked or spawned, use one torch thread, once.
 
     The workers share the machine's cores (N workers of every core each oversubscribe it), and
     OpenMP's thread pool does not survive fork: without this, the first parallel region in a forked
-    worker can hang. A spawned worker (macOS's and Windows' default start method) has no fork to
-    tell it: it is known by having a parent process. The component's `threads` setting still wins.
+    worker can hang. Only spaCy's workers (`_in_spacy_pipe_worker`): the process's own setting stays
+    anywhere else, and a later setting in the worker stays too. The component's `threads` setting
+    still wins.
     """
     if not _worker["checked"]:
         _worker["checked"] = True
-        if multiprocessing.parent_process() is not None:
-            _worker["pending"] = True
+        _worker["pending"] = _in_spacy_pipe_worker()
     if _worker["pending"]:
         import torch
 
@@ -93,7 +106,7 @@ _HOOKS_WARNED = {"done": False}
 
 def _warn_hooks_in_worker() -> None:
     """Vector hooks are functions: they do not travel back from a worker process."""
-    if _HOOKS_WARNED["done"] or multiprocessing.parent_process() is None:
+    if _HOOKS_WARNED["done"] or not _in_spacy_pipe_worker():
         return
     _HOOKS_WARNED["done"] = True
     warnings.warn(
@@ -512,6 +525,33 @@ class Elmo(TrainablePipe):
         self.model.initialize(X=docs)
         for listener in self.listeners:
             listener.link(self)
+        if nlp is not None:
+            self._warn_sentences_unset_in_training(nlp)
+
+    def _warn_sentences_unset_in_training(self, nlp: Language) -> None:
+        """Warn where a component before this one sets sentence starts but is not among [training]
+        annotating_components: nlp.update does not run it, so in training the biLM reads the docs in
+        windows, and at prediction sentence by sentence (segmentation "auto"): the listeners would
+        learn from other layers than those they predict with."""
+        if self.model.attrs.get("segmentation") not in ("auto", "sents") or self.name not in nlp.pipe_names:
+            return
+        annotating = set(nlp.config["training"].get("annotating_components") or [])
+        setters = []
+        for name in nlp.pipe_names[:nlp.pipe_names.index(self.name)]:
+            try:
+                assigns = nlp.get_pipe_meta(name).assigns
+            except (KeyError, ValueError):  # a component without factory meta
+                continue
+            if "token.is_sent_start" in assigns and name not in annotating:
+                setters.append(name)
+        if setters:
+            warnings.warn(
+                f"'{self.name}': {', '.join(setters)} before it set(s) sentence starts, but nlp.update does not run "
+                f"{'them' if len(setters) > 1 else 'it'}: in training '{self.name}' reads the docs in windows, at "
+                "prediction sentence by sentence, so its listeners learn from other layers than they predict with. "
+                f"Add {setters} to [training] annotating_components.",
+                stacklevel=2,
+            )
 
     def _record_filled_from(self, weights: Optional[str]) -> None:
         """Record the model an [initialize] loader filled the biLM with (None: the embedded one).
@@ -624,6 +664,18 @@ def _holding_pipelines(listener: ElmoListenerLayer) -> Iterator[Tuple[Language, 
             if isinstance(model, Model) and any(node is listener for node in model.walk()):
                 yield nlp, position
                 break
+
+
+def unlinked_upstream(listener: ElmoListenerLayer) -> Optional[Tuple[str, str]]:
+    """(elmo component, listening component) where the listener's upstream is an enabled elmo component
+    before it that does not know it: spacy.load(disable=...) links only the enabled components'
+    listeners, and nlp.enable_pipe does not link them later. None where it is linked, or not known."""
+    for nlp, position in _holding_pipelines(listener):
+        holder = nlp.pipeline[position][0]
+        for name, proc in nlp.pipeline[:position]:
+            if isinstance(proc, Elmo) and listener.upstream_name in ("*", name):
+                return None if any(node is listener for node in proc.listeners) else (name, holder)
+    return None
 
 
 def misplaced_upstream(listener: ElmoListenerLayer) -> Optional[Tuple[str, str]]:

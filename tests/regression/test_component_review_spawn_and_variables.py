@@ -41,7 +41,7 @@ def test_a_spawned_worker_uses_one_torch_thread(allennlp_dir, monkeypatch):
     nlp, _, _ = tagger_pipeline(allennlp_dir)
     before = torch.get_num_threads()
     monkeypatch.setattr(component, "_worker", {"pending": False, "checked": False})
-    monkeypatch.setattr(multiprocessing, "parent_process", lambda: object())  # as in a spawned worker
+    monkeypatch.setattr(component, "_in_spacy_pipe_worker", lambda: True)  # as in nlp.pipe's spawned worker
     try:
         torch.set_num_threads(2)
         nlp("the cat sat")
