@@ -49,6 +49,26 @@ def run_settings(args: argparse.Namespace, extra: List[str]) -> Dict[str, Any]:
             "overrides": overrides_by_contents(overrides) if isinstance(overrides, dict) else overrides}
 
 
+def check_inputs(parser: argparse.ArgumentParser, args: argparse.Namespace, extra: List[str]) -> None:
+    """Exit through `parser.error` (one line, status 2) where the overrides do not parse or name no setting,
+    the config does not load with them, or the texts, the config or the starting biLM are missing."""
+    from spacy_elmo.pretrain.settings import SettingsError, load_config, parse_overrides
+    from spacy_elmo.pretrain.text_corpus import expand_paths
+
+    try:
+        load_config(args.config, parse_overrides(extra))
+    except SettingsError as err:
+        parser.error(f"{args.config} with the overrides {extra}: {err}")
+    for option, text in (("--train", args.train), ("--dev", args.dev)):
+        try:
+            expand_paths(text)
+        except FileNotFoundError as err:
+            parser.error(f"{option}: {err}")
+    if args.elmo_model == "pretrained" and not Path(args.pretrained_dir).exists():
+        parser.error(f"--pretrained-dir {args.pretrained_dir}: no such model (pretrain one first: the project's "
+                     "`pretrain` step, or scripts/pretrain.py)")
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--elmo-model", choices=["shipped", "pretrained"], default="shipped",
@@ -65,6 +85,7 @@ def main() -> None:
     add_overwrite_option(parser, "start again, deleting what OUTPUT holds")
     args, extra = parser.parse_known_args()
     output = Path(args.output)
+    check_inputs(parser, args, extra)  # before --overwrite deletes anything: a typo must not cost the run
     defining = run_settings(args, extra)
     if args.overwrite and output.exists():
         shutil.rmtree(output)

@@ -27,6 +27,7 @@ corpora's contents, learning rate, patience, step cap, seed) and refuses
 one made with others, or an unfinished one, unless --overwrite.
 """
 import argparse
+import math
 import platform
 import sys
 from pathlib import Path
@@ -52,6 +53,8 @@ def main() -> None:
     args = parser.parse_args()
     if args.resume and args.overwrite:
         parser.error("--resume continues the run in OUTPUT_DIR, --overwrite starts it again: pass one of them")
+    if not (math.isfinite(args.learn_rate) and args.learn_rate > 0):  # -1 trained by gradient ascent
+        parser.error(f"--learn-rate must be a number above 0, got {args.learn_rate}")
     try:
         sys.exit(finetune(args))
     except KeyboardInterrupt:  # a second Ctrl-C, or one before training began

@@ -51,6 +51,9 @@ from typing import Any, Dict, List
 ROOT = Path(__file__).resolve().parent.parent
 PART_BYTES = 15 << 20
 INLINE_BYTES = 1 << 20  # smaller files travel inside the manifest
+CALL_LIMIT = 600  # seconds the device runs one call for
+SETUP_SECONDS = 240  # of them, for installing, tokenizing and writing the model beside the training
+MAX_MINUTES = (CALL_LIMIT - SETUP_SECONDS) / 60
 # what may travel to the machine (the checkout and the carried folders) and what is left for WORK
 TRAVEL_LIMIT = 64 << 20
 TRAVEL_MARGIN = 2 << 20
@@ -144,9 +147,11 @@ def prepare(args) -> None:
     kept = fit_text(train, budget)
     total = checkout_bytes() + folder_bytes(work)
     print(f"prepared {work}: {kept:,} training lines; checkout + {work} = {total / 2**20:.1f} MiB of 64")
-    print(f"on the device: run(carry=[{str(work)!r}], timeout_s={int(args.minutes * 60) + 240}, command=\n"
+    config = Path(args.config).resolve()
+    config_arg = config.relative_to(ROOT).as_posix() if config.is_relative_to(ROOT) else str(config)
+    print(f"on the device: run(carry=[{str(work)!r}], timeout_s={int(args.minutes * 60) + SETUP_SECONDS}, command=\n"
           f"  'set -o pipefail; export PYTHONUNBUFFERED=1; nvidia-smi -L; "
-          f"python3 scripts/gpu_pretrain.py run $OUT --work {work} --minutes {args.minutes:g}')")
+          f"python3 scripts/gpu_pretrain.py run $OUT --work {work} --config {config_arg} --minutes {args.minutes:g}')")
 
 
 def _install_if_missing(work: Path) -> None:
@@ -237,6 +242,9 @@ def split(model_dir: Path, out: Path) -> None:
 
 def join(args) -> None:
     parts_dir, model_dir = Path(args.parts), Path(args.model)
+    if not (parts_dir / "manifest.json").is_file():
+        sys.exit(f"{parts_dir}: no manifest.json, so not the parts of a run (name the folder the device call's "
+                 "files were fetched to)")
     manifest = json.loads((parts_dir / "manifest.json").read_text(encoding="utf-8"))
     model_dir.mkdir(parents=True, exist_ok=True)
     for name, entry in manifest.items():
@@ -278,7 +286,13 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def main() -> None:
-    args, overrides = build_parser().parse_known_args()
+    parser = build_parser()
+    args, overrides = parser.parse_known_args()
+    if overrides and args.step != "run":  # only run passes pretraining overrides on; a typo must not pass
+        parser.error(f"unrecognized arguments: {' '.join(overrides)}")
+    if args.step == "prepare" and not 0 < args.minutes <= MAX_MINUTES:
+        parser.error(f"--minutes must be above 0 and at most {MAX_MINUTES:g}: the device runs a call for at most "
+                     f"{CALL_LIMIT} s, {SETUP_SECONDS} of them for starting and writing the model")
     if args.step == "prepare":
         prepare(args)
     elif args.step == "run":

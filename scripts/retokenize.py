@@ -70,12 +70,12 @@ def main(argv: Optional[List[str]] = None) -> None:
     assert isinstance(tokenizer, TreebankTokenizer)
     before = Tokenizer(nlp.vocab).from_bytes(tokenizer.to_bytes())  # the pipeline's own, as trained
     train = read_docs(args.train, nlp.vocab)
+    reports = [(path, read_docs(path, nlp.vocab)) for path in args.report]  # read before anything is written
     tokenizer.initialize(lambda: (Example(nlp.make_doc(doc.text), doc) for doc in train), nlp=nlp)
     clear_output(args.output)  # --overwrite: replaced whole
     nlp.to_disk(args.output)
     msg.good(f"Wrote {args.output}: {args.model}'s components with a tokenizer learned from {args.train}")
-    for path in args.report:
-        docs = read_docs(path, nlp.vocab)
+    for path, docs in reports:
         old, new = gold_tokens_found(before, docs), gold_tokens_found(nlp.make_doc, docs)
         msg.info(f"{path}: gold tokens found {old:.2%} -> {new:.2%}")
 

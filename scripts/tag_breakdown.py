@@ -168,6 +168,10 @@ def main(argv: Optional[Sequence[str]] = None) -> None:
     parser.add_argument("--batch-size", type=int, default=64, help="docs per batch when tagging (%(default)s)")
     parser.add_argument("--output", type=Path, help="also write the table here")
     args = parser.parse_args(argv)
+    if args.batch_size < 1:  # nlp.pipe then yields nothing, and the data was blamed
+        parser.error(f"--batch-size must be 1 or more, got {args.batch_size}")
+    if args.output is not None and args.output.is_dir():  # found only after every pipeline had tagged
+        parser.error(f"--output {args.output}: is a directory; name the file to write the table to")
 
     import spacy
 
@@ -193,8 +197,11 @@ def main(argv: Optional[Sequence[str]] = None) -> None:
             print(f"{name}: {path}", file=sys.stderr)
             nlp = load_pipeline(name, path)
             agrees = agrees or tokenizer_agrees(nlp, gold_docs)  # the first pipeline's tokenizer
-            total, right = score_groups(gold_docs, tag_gold_tokens(nlp, gold_docs, args.batch_size),
-                                        args.attr, counts, tags, agrees)
+            predicted = tag_gold_tokens(nlp, gold_docs, args.batch_size)
+            if not any(getattr(token, f"{args.attr}_") for doc in predicted for token in doc):
+                raise SystemExit(f"--run {name}={path}: the pipeline predicts no {args.attr} (its components: "
+                                 f"{', '.join(nlp.pipe_names) or 'none'}), so there is nothing to score")
+            total, right = score_groups(gold_docs, predicted, args.attr, counts, tags, agrees)
             for group in total:
                 sums[group] += right[group] / total[group]
         accuracy[name] = {group: sums[group] / len(paths) for group in total}

@@ -40,6 +40,8 @@ def find_input(path: PathLike) -> Path:
     for candidate in candidates:
         if candidate.is_file():
             return candidate
+    if path.is_dir():
+        raise CorpusError(f"{path}: a directory; name the corpus file in it (a .conllu or .iob2 file, plain or .gz)")
     raise CorpusError(f"{path}: no such file (nor {candidates[1].name} beside it)")
 
 

@@ -33,8 +33,8 @@ def corpus_cli(
         fail(f"KIND must be 'ud' or 'ner', got {kind!r}")
     check_at_least("--n-sents", n_sents, 1)
     check_at_least("--limit", limit, 0, "0: all")
-    if dev_output is not None and not 0.0 < dev_fraction < 1.0:
-        fail("--dev-fraction must be between 0 and 1")
+    if not 0.0 < dev_fraction < 1.0:  # checked without --dev-output too: a wrong value is never silent
+        fail(f"--dev-fraction must be between 0 and 1, got {dev_fraction:g}")
     if dev_split not in DEV_SPLITS:
         fail(f"--dev-split must be one of {DEV_SPLITS}, got {dev_split!r}")
     check_outputs(input_path, [output_path] + ([dev_output] if dev_output is not None else []))

@@ -95,11 +95,12 @@ def check_scored(scores: Dict[str, Any], nlp: "Language", data_path: Path) -> No
     """Exit with one message if the pipeline's components scored nothing: DATA_PATH has no gold
     annotation for any of them (NER-only docs on a tagger, say).
 
-    The tokenizer's scores and the speed are there whatever the data holds, so they do not count;
-    the table showed the speed alone, the status was 0 and the JSON's scores were all null.
+    The tokenizer's scores and the speed are there whatever the data holds, and so are the sentence
+    scores of a parser (0.0 on docs whose sentences it found none of), so they do not count; the table
+    showed the speed alone, the status was 0 and the JSON's scores were all null.
     """
     scored = [v for k, v in scores.items()
-              if k != "speed" and not k.startswith("token_") and (v is None or isinstance(v, (int, float)))]
+              if k != "speed" and not k.startswith(("token_", "sents_")) and (v is None or isinstance(v, (int, float)))]
     if scored and all(v is None for v in scored):
         names = ", ".join(name for name, component in nlp.pipeline if hasattr(component, "score"))
         fail(f"{data_path}: no gold annotation for any of the pipeline's components ({names}); nothing to score")

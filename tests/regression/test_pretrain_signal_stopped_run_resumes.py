@@ -49,7 +49,8 @@ def test_scripts_resume_a_run_that_a_signal_stopped(tiny_config_path, small_corp
     adapt = importlib.import_module("adapt")
     calls = []
     monkeypatch.setattr(adapt, "run_pretrain", lambda config, output, settings: calls.append(output))
-    monkeypatch.setattr(sys, "argv", ["adapt.py", "--train", "T", "--dev", "D", "--output", str(run)])
+    monkeypatch.setattr(sys, "argv", ["adapt.py", "--train", str(small_corpus), "--dev", str(small_corpus),
+                                      "--output", str(run)])
     # pretrain.py's record names other settings, so adapt.py would refuse to continue the run
     # (tests/regression/test_project_review_adapt_resume_settings.py); without a record (a run
     # from before them) it continues it

@@ -65,8 +65,11 @@ def test_adapt_and_finetune_take_overwrite_as_a_value(monkeypatch, capsys, tmp_p
     monkeypatch.syspath_prepend(str(SCRIPTS))  # adapt.py imports pretrain.py beside it
     module = _script(name)
     missing = tmp_path / "missing"
-    if name == "adapt":
-        argv = ["--train", missing, "--dev", missing, "--output", tmp_path / "out", "--config", missing]
+    if name == "adapt":  # real inputs: adapt.py checks them (status 2 where missing) before it reads --overwrite's run
+        text = tmp_path / "text.txt"
+        text.write_text("a line\n", encoding="utf-8")
+        argv = ["--train", text, "--dev", text, "--output", tmp_path / "out",
+                "--config", SCRIPTS.parent / "configs" / "pretrain_tiny.cfg"]
         monkeypatch.setattr(module, "run_pretrain", lambda config, output, settings: None)
     else:
         argv = [missing, tmp_path / "out", "--train", missing, "--dev", missing]
