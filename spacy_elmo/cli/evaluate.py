@@ -95,15 +95,22 @@ def check_scored(scores: Dict[str, Any], nlp: "Language", data_path: Path) -> No
     """Exit with one message if the pipeline's components scored nothing: DATA_PATH has no gold
     annotation for any of them (NER-only docs on a tagger, say).
 
-    The tokenizer's scores and the speed are there whatever the data holds, and so are the sentence
-    scores of a parser (0.0 on docs whose sentences it found none of), so they do not count; the table
-    showed the speed alone, the status was 0 and the JSON's scores were all null.
+    The tokenizer's scores and the speed are there whatever the data holds, and so are a parser's
+    sentence scores (its by-product), so they do not count; the table showed the speed alone, the
+    status was 0 and the JSON's scores were all null. The sentence scores count where a component sets
+    sentences as its task (a senter or sentencizer).
     """
+    by_products = ("token_",) if _segments_sentences(nlp) else ("token_", "sents_")
     scored = [v for k, v in scores.items()
-              if k != "speed" and not k.startswith(("token_", "sents_")) and (v is None or isinstance(v, (int, float)))]
+              if k != "speed" and not k.startswith(by_products) and (v is None or isinstance(v, (int, float)))]
     if scored and all(v is None for v in scored):
         names = ", ".join(name for name, component in nlp.pipeline if hasattr(component, "score"))
         fail(f"{data_path}: no gold annotation for any of the pipeline's components ({names}); nothing to score")
+
+
+def _segments_sentences(nlp: "Language") -> bool:
+    """Whether a component of `nlp` has sentence segmentation as its task (a senter or sentencizer)."""
+    return any(factory in ("senter", "sentencizer") for factory in nlp.pipe_factories.values())
 
 
 def read_examples(nlp: "Language", data_path: Path) -> List["Example"]:

@@ -177,8 +177,16 @@ def expand_inputs(patterns: Sequence[str], output: Optional[str] = None) -> List
 
 
 def is_glob(pattern: str) -> bool:
-    """Whether an input pattern is read as a glob: it has a wildcard (*, ?, [) and names no local file."""
-    return glob.has_magic(pattern) and (is_url(pattern) or not os.path.isfile(local_path(pattern)))
+    """Whether an input pattern is read as a glob: it has a wildcard (*, ?, [) and names no file (local or
+    remote: a file named "data[1].txt" is that file)."""
+    if not glob.has_magic(pattern):
+        return False
+    if is_url(pattern):
+        import fsspec
+
+        fs, _ = fsspec.core.url_to_fs(pattern)
+        return not fs.isfile(pattern)
+    return not os.path.isfile(local_path(pattern))
 
 
 def _matches(pattern: str) -> List[str]:
@@ -188,7 +196,7 @@ def _matches(pattern: str) -> List[str]:
 
         fs, _ = fsspec.core.url_to_fs(pattern)
         protocol = pattern.split("://", 1)[0]
-        if glob.has_magic(pattern):
+        if glob.has_magic(pattern) and not fs.isfile(pattern):
             return [p if "://" in p else f"{protocol}://{p}" for p in sorted(fs.glob(pattern))]
         return [pattern] if fs.isfile(pattern) else []
     path = local_path(pattern)

@@ -268,12 +268,13 @@ class ParquetSink:
             raise DumpError(f"{output} holds {len(ours)} part(s) of an earlier run; pass --resume to skip the "
                             "finished parts or --overwrite to start again")
         # the other shards' parts of this sharding: one directory is one run, so their settings must be this run's
+        # (with --overwrite too, which replaces this shard's parts only: the directory would still mix two runs)
         siblings = [name for name in names if _PART.match(name) and name not in foreign and not self._ours(name)]
-        recorded = self.store.read_record(siblings[0]) if siblings and not overwrite else None
+        recorded = self.store.read_record(siblings[0]) if siblings else None
         if recorded is not None:
             check_record(recorded, self.record, f"{output}/{siblings[0]}",
                          "The shards of one directory are one run: write every shard with the same settings, "
-                         "or write to another directory (--overwrite replaces this shard's parts only).")
+                         "or remove the directory's parts (or write to another directory) to start the run again.")
         stale = sorted(name for name in self.store.temporaries() if self._ours(_temporary_part(name)))
         if overwrite and not resume:
             self.store.remove(ours + (stale if self.lock is not None else []))

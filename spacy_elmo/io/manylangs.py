@@ -27,6 +27,7 @@ with its state reset before each sentence.
 import json
 import pickle
 import re
+import zipfile
 from pathlib import Path
 from typing import Any, Dict, List, Tuple, Union
 
@@ -151,7 +152,12 @@ def read_state(path: PathLike) -> Dict[str, torch.Tensor]:
         raise DamagedFileError(f"{path}: missing")
     try:
         state = torch.load(str(path), map_location="cpu", weights_only=True)
-    except pickle.UnpicklingError as err:  # the safe unpickler refused what the file holds
+    except pickle.UnpicklingError as err:  # the safe unpickler refused what the file holds, or a cut header
+        if _cut_inside_a_pickle(path):
+            raise DamagedFileError(
+                f"{path}: cut short inside its pickled header ({_first_line(err)}): restore it or fetch the model "
+                "again"
+            ) from None
         raise WeightsError(
             f"{path}: not a plain torch state dict (read with weights_only=True, which runs no code): "
             f"{_first_line(err)}"
@@ -164,6 +170,28 @@ def read_state(path: PathLike) -> Dict[str, torch.Tensor]:
     if not isinstance(state, dict) or not all(isinstance(v, torch.Tensor) for v in state.values()):
         raise WeightsError(f"{path}: expected a dict of tensors")
     return state
+
+
+def _cut_inside_a_pickle(path: Path, pickles: int = 5) -> bool:
+    """Whether the file ends inside one of its first `pickles` pickle streams (torch's legacy format, the one
+    ELMoForManyLangs ships, starts with five: magic number, protocol, system info, the state, its storage
+    keys). Read with pickletools, which runs nothing; a file that ends between two streams is not cut."""
+    import pickletools
+
+    size = path.stat().st_size
+    with open(path, "rb") as handle:
+        if zipfile.is_zipfile(handle):  # the zip format: torch names a cut zip itself
+            return False
+        handle.seek(0)
+        for _ in range(pickles):
+            if handle.tell() >= size:
+                return False
+            try:
+                for _op in pickletools.genops(handle):
+                    pass
+            except Exception:  # ValueError: the stream ended before its STOP; other errors: garbage
+                return True
+    return False
 
 
 def _first_line(err: BaseException) -> str:

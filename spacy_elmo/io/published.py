@@ -11,6 +11,7 @@ Dataset names, shapes and semantics (see ../shared/fixtures/README.md):
                                          .../B  (4H,)
                                        .../W_P_0 (H, P)
 """
+import fnmatch
 import json
 import re
 from pathlib import Path
@@ -235,10 +236,15 @@ def export_published(model: BiLM, directory: PathLike, vocab_name: str = "vocab.
 
     A model the format cannot carry the same numbers of (a word table, a
     character dictionary, `boundary_strings`) is a `WeightsError` before
-    anything is written.
+    anything is written. `vocab_name` (a word-input model's vocabulary file)
+    must be one the loaders find: "vocab.txt", or a name holding "vocab"
+    and ending in ".txt".
     """
     import h5py
 
+    if not fnmatch.fnmatchcase(vocab_name, "*vocab*.txt") or "/" in vocab_name or vocab_name.startswith("."):
+        raise ValueError(f"vocab_name {vocab_name!r}: the loaders find vocab.txt, or one file named *vocab*.txt "
+                         "beside the weights; choose such a name")
     config = model.config
     try:
         options = config_to_options(config)  # before anything is written: some models have no published form

@@ -533,11 +533,14 @@ class Elmo(TrainablePipe):
         annotating_components: nlp.update does not run it, so in training the biLM reads the docs in
         windows, and at prediction sentence by sentence (segmentation "auto"): the listeners would
         learn from other layers than those they predict with."""
-        if self.model.attrs.get("segmentation") not in ("auto", "sents") or self.name not in nlp.pipe_names:
+        # every component, the disabled ones too: spacy train initializes with the frozen and sourced ones
+        # disabled, and those are exactly the ones nlp.update does not run
+        names = list(nlp.component_names)
+        if self.model.attrs.get("segmentation") not in ("auto", "sents") or self.name not in names:
             return
         annotating = set(nlp.config["training"].get("annotating_components") or [])
         setters = []
-        for name in nlp.pipe_names[:nlp.pipe_names.index(self.name)]:
+        for name in names[:names.index(self.name)]:
             try:
                 assigns = nlp.get_pipe_meta(name).assigns
             except (KeyError, ValueError):  # a component without factory meta

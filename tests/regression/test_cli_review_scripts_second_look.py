@@ -21,7 +21,9 @@ import pytest
 import spacy
 from spacy.tokens import Doc, DocBin, Span
 
-from ..cli.invoke import refused
+from spacy_elmo.cli import app
+
+from ..cli.invoke import refused, runner
 from .test_train_script_exit_status_and_settings import SCRIPTS, _script
 
 
@@ -61,6 +63,22 @@ def test_evaluate_refuses_a_parser_on_data_without_its_annotation(tmp_path):
     ner_doc.ents = [Span(ner_doc, 0, 1, "PER"), Span(ner_doc, 3, 4, "LOC")]
     data = _docbin(tmp_path / "ner.spacy", [ner_doc])
     refused(["evaluate", tmp_path / "parser", data], "nothing to score")
+
+
+def test_evaluate_counts_the_sentence_scores_of_a_sentencizer(tmp_path):
+    """A second look: the parser's by-product is not counted, but a sentencizer's (its task) is."""
+    nlp = spacy.blank("en")
+    nlp.add_pipe("sentencizer")
+    nlp.add_pipe("ner")
+    gold = Doc(nlp.vocab, words=["Hi", ".", "Bye", "."], sent_starts=[True, False, True, False])
+    from spacy.training import Example
+
+    nlp.initialize(lambda: [Example(nlp.make_doc(gold.text), gold)])
+    nlp.to_disk(tmp_path / "pipeline")
+    data = _docbin(tmp_path / "sentences.spacy", [gold])
+    result = runner.invoke(app, ["evaluate", str(tmp_path / "pipeline"), str(data), "--output",
+                                 str(tmp_path / "scores.json")])
+    assert result.exit_code == 0, result.output
 
 
 def test_finetune_refuses_a_learning_rate_not_above_zero(tmp_path):

@@ -38,6 +38,11 @@ def test_a_sentencizer_not_annotating_in_training_is_warned_about(allennlp_dir):
     nlp = _sentence_pipeline(allennlp_dir)
     with pytest.warns(UserWarning, match=r"sentencizer before it set\(s\) sentence starts.*annotating_components"):
         nlp.initialize(lambda: tagged_examples(nlp))
+    # spacy train initializes with its frozen and sourced components disabled: those warn too (a second look)
+    frozen = _sentence_pipeline(allennlp_dir)
+    with pytest.warns(UserWarning, match="sentencizer before it"):
+        with frozen.select_pipes(disable=["sentencizer"]):
+            frozen.initialize(lambda: tagged_examples(frozen))
     listed = _sentence_pipeline(allennlp_dir, annotating=["sentencizer"])
     with warnings.catch_warnings():
         warnings.filterwarnings("error", message=".*sentence starts")

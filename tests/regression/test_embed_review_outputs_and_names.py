@@ -48,6 +48,9 @@ def test_parquet_shards_of_other_settings_do_not_mix(allennlp_bilm, text, tmp_pa
     embed_file(allennlp_bilm, str(text), str(out), output_format="parquet", shard=(0, 2))
     with pytest.raises(DumpError, match="precision"):
         embed_file(allennlp_bilm, str(text), str(out), output_format="parquet", shard=(1, 2), precision="bfloat16")
+    with pytest.raises(DumpError, match="precision"):  # --overwrite replaces this shard's parts only (a second look)
+        embed_file(allennlp_bilm, str(text), str(out), output_format="parquet", shard=(1, 2), precision="bfloat16",
+                   overwrite=True)
     embed_file(allennlp_bilm, str(text), str(out), output_format="parquet", shard=(1, 2))
     assert sorted(pq.read_table(out).column("key").to_pylist()) == ["0", "1"]
 
@@ -56,6 +59,18 @@ def test_a_file_named_like_a_glob_is_that_file(allennlp_bilm, text, tmp_path):
     named = tmp_path / "data[1].txt"
     named.write_bytes(text.read_bytes())
     embed_file(allennlp_bilm, str(named), str(tmp_path / "out.hdf5"))
+    index, handle = read_dump(tmp_path / "out.hdf5")
+    with handle:
+        assert sorted(index.values()) == ["0", "1"]
+
+
+def test_a_remote_file_named_like_a_glob_is_that_file(allennlp_bilm, text, tmp_path):
+    memory = fsspec.filesystem("memory")
+    memory.pipe_file("/embed-review-glob/data[1].txt", text.read_bytes())
+    try:
+        embed_file(allennlp_bilm, "memory://embed-review-glob/data[1].txt", str(tmp_path / "out.hdf5"))
+    finally:
+        memory.rm("/embed-review-glob", recursive=True)
     index, handle = read_dump(tmp_path / "out.hdf5")
     with handle:
         assert sorted(index.values()) == ["0", "1"]

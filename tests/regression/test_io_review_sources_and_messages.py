@@ -13,11 +13,14 @@
   refused as in a tar.
 - A damaged entry in a read-only cache without locks/ was reported as the cache's write error.
 - A word table beyond float16 stored with table_dtype="float16" said "store the model in float32".
-- export_published(..., vocab_name="words.txt") wrote a folder its own loader could not read.
+- export_published(..., vocab_name="words.txt") wrote a folder its own loader could not read: such a name is
+  refused, and one the loaders find ("*vocab*.txt") is read back.
+- A second look: a legacy torch pickle cut inside its header still read as an unsafe file.
 """
 import errno
 import os
 import pathlib
+import pickle
 import shutil
 import stat
 import zipfile
@@ -59,7 +62,14 @@ def test_a_manylangs_pickle_cut_short_is_damaged_and_a_refused_one_is_not(tmp_pa
     path.write_bytes(whole[: len(whole) // 2])
     with pytest.raises(DamagedFileError, match="unreadable or cut short"):
         read_state(path)
-    path.write_bytes(b"\x80\x04\x95" + b"\0" * 10)  # a pickle the safe loader refuses, not a cut file
+    legacy = tmp_path / "legacy.pkl"  # ELMoForManyLangs' format: five pickles, then the tensors' bytes
+    torch.save({"weight": torch.zeros(64)}, legacy, _use_new_zipfile_serialization=False)
+    whole = legacy.read_bytes()
+    for cut in range(1, len(whole), 5):  # the header's pickles included
+        legacy.write_bytes(whole[:cut])
+        with pytest.raises(DamagedFileError):
+            read_state(legacy)
+    path.write_bytes(pickle.dumps({"weight": print}))  # whole, but the safe loader refuses it: not damaged
     with pytest.raises(WeightsError) as refused:
         read_state(path)
     assert not isinstance(refused.value, DamagedFileError)
@@ -158,6 +168,9 @@ def test_an_exported_vocabulary_under_another_name_loads_back(tmp_path):
     bilm = BiLM(BiLMConfig(lstm_dim=8, projection_dim=4, n_layers=1, use_character_inputs=False, n_tokens_vocab=5),
                 vocab=vocab)
     bilm.reset_parameters(0)
+    with pytest.raises(ValueError, match="vocab_name 'words.txt'"):
+        export_published(bilm, tmp_path / "refused", vocab_name="words.txt")
+    assert not (tmp_path / "refused").exists()
     export_published(bilm, tmp_path / "words", vocab_name="words-vocab.txt")
     loaded = load_bilm(tmp_path / "words")
     assert loaded.input_vocab == vocab

@@ -29,6 +29,8 @@ def _commands(**variables):
 def test_the_steps_that_read_the_bilm_depend_on_pretrains_record():
     commands = _commands(elmo_model="pretrained")
     assert commands["pretrain"]["outputs"] == [RECORD]
+    # with outputs and no deps, spaCy would skip it once run: it always runs, the script keeps a finished run
+    assert commands["pretrain"].get("no_skip") is True
     readers = [name for name, command in commands.items() if name != "pretrain"
                and any("--elmo-model pretrained" in line and "--pretrained-dir" not in line
                        for line in command.get("script", []))]
