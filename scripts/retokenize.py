@@ -44,7 +44,7 @@ def main(argv: Optional[List[str]] = None) -> None:
     parser.add_argument("model", type=Path, help="a trained spaCy pipeline directory")
     parser.add_argument("output", type=Path, help="where to write the copy")
     parser.add_argument("--train", type=Path, required=True, help="the .spacy corpus whose gold tokens teach the rules")
-    parser.add_argument("--report", type=Path, nargs="*", default=[],
+    parser.add_argument("--report", type=Path, nargs="*", action="extend", default=[],
                         help=".spacy corpora on which to print the old and new token accuracy")
     parser.add_argument("--overwrite", action="store_true",
                         help="replace OUTPUT where it exists and is not empty (else that is refused)")

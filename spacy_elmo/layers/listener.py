@@ -241,18 +241,16 @@ def _missing_upstream(model: ElmoListenerLayer, source: Optional[str] = None) ->
 
     upstream = model.upstream_name
     known = holding_pipeline_names(model, writer=source)
-    if upstream == "*" or known is None:
+    if known is None:
         return None
+    if upstream == "*":  # any elmo component: the message is for one whose every candidate is disabled
+        from ..pipeline.component import disabled_upstreams
+
+        disabled_elmos = disabled_upstreams(model)
+        return _disabled_message(upstream, disabled_elmos[0]) if disabled_elmos else None
     names, disabled = known
     if upstream in disabled:
-        return (
-            f"ElmoListener (upstream '{upstream}'): the elmo component '{upstream}' is disabled, so it "
-            "wrote no doc._.elmo: enable it (nlp.enable_pipe, or leave it out of select_pipes' and "
-            "spacy.load's disable). spaCy also disables the components in [training] frozen_components "
-            f"while it initializes the pipeline: leave '{upstream}' out of frozen_components (its own "
-            "'frozen' setting keeps the biLM fixed), or source it from a trained pipeline and list it in "
-            "annotating_components too"
-        )
+        return _disabled_message(upstream, upstream)
     if upstream in names:
         return None
     fix = f"'{source}' or '*'" if source else "the name of its elmo component, or '*'"
@@ -260,6 +258,17 @@ def _missing_upstream(model: ElmoListenerLayer, source: Optional[str] = None) ->
     return (
         f"ElmoListener (upstream '{upstream}'): the pipeline has no component named '{upstream}' "
         f"({found}): set the listener's upstream to {fix}"
+    )
+
+
+def _disabled_message(upstream: str, name: str) -> str:
+    return (
+        f"ElmoListener (upstream '{upstream}'): the elmo component '{name}' is disabled, so it "
+        "wrote no doc._.elmo: enable it (nlp.enable_pipe, or leave it out of select_pipes' and "
+        "spacy.load's disable). spaCy also disables the components in [training] frozen_components "
+        f"while it initializes the pipeline, so a new '{name}' there fails even when it is in "
+        f"annotating_components too: leave '{name}' out of frozen_components (its own 'frozen' setting "
+        "keeps the biLM fixed), or source it from a trained pipeline and list it in annotating_components too"
     )
 
 

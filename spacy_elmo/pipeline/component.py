@@ -669,6 +669,17 @@ def _holding_pipelines(listener: ElmoListenerLayer) -> Iterator[Tuple[Language, 
                 break
 
 
+def disabled_upstreams(listener: ElmoListenerLayer) -> List[str]:
+    """The elmo components the listener's upstream names in a pipeline that holds it, where every one of
+    them is disabled (spaCy disables [training] frozen_components while it initializes); [] otherwise."""
+    for nlp, _ in _holding_pipelines(listener):
+        matched = [name for name, proc in nlp.components
+                   if isinstance(proc, Elmo) and listener.upstream_name in ("*", name)]
+        if matched and all(name in nlp.disabled for name in matched):
+            return matched
+    return []
+
+
 def unlinked_upstream(listener: ElmoListenerLayer) -> Optional[Tuple[str, str]]:
     """(elmo component, listening component) where the listener's upstream is an enabled elmo component
     before it that does not know it: spacy.load(disable=...) links only the enabled components'

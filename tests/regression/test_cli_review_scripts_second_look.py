@@ -148,6 +148,18 @@ def test_retokenize_reads_its_reports_before_writing(tmp_path, capsys):
     assert not (tmp_path / "out").exists()
 
 
+def test_retokenize_reports_every_repeated_report(tmp_path, capsys):
+    """The docs' review: --report given twice kept only the second."""
+    nlp = spacy.blank("en")
+    nlp.to_disk(tmp_path / "pipeline")
+    train = _docbin(tmp_path / "train.spacy", [Doc(nlp.vocab, words=["e-mail", "me"])])
+    other = _docbin(tmp_path / "other.spacy", [Doc(nlp.vocab, words=["call", "me"])])
+    _script("retokenize").main([str(tmp_path / "pipeline"), str(tmp_path / "out"), "--train", str(train),
+                                "--report", str(train), "--report", str(other)])
+    printed = " ".join(capsys.readouterr().out.split())  # wasabi wraps long lines
+    assert "train.spacy: gold tokens found" in printed and "other.spacy: gold tokens found" in printed
+
+
 def test_corpus_names_a_directory_and_checks_the_dev_fraction(tmp_path):
     refused(["corpus", "ud", tmp_path, tmp_path / "out.spacy"], "a directory; name the corpus file")
     conllu = tmp_path / "in.conllu"

@@ -83,3 +83,16 @@ def test_an_unlinked_listener_says_so_in_training(allennlp_dir, tmp_path):
         loaded.update(tagged_examples(loaded), sgd=optimizer)
     loaded._link_components()
     loaded.update(tagged_examples(loaded), sgd=optimizer)
+
+
+def test_a_new_frozen_elmo_says_it_is_disabled_to_a_listener_of_any_upstream(allennlp_dir):
+    """The docs' review: with the default upstream "*", a new elmo in frozen_components (spaCy disables it
+    while it initializes) was reported as missing ("add an 'elmo' component"), not as disabled."""
+    nlp = spacy.blank("en")
+    nlp.add_pipe("elmo", config={"weights": str(allennlp_dir)})
+    nlp.add_pipe("tagger", config={"model": {"@architectures": "spacy.Tagger.v2",
+                                             "tok2vec": {"@architectures": "spacy-elmo.ElmoListener.v1",
+                                                         "upstream": "*"}}})
+    with pytest.raises(ValueError, match="the elmo component 'elmo' is disabled.*frozen_components"):
+        with nlp.select_pipes(disable=["elmo"]):  # what spacy train does with frozen_components = ["elmo"]
+            nlp.initialize(lambda: tagged_examples(nlp))
