@@ -10,7 +10,7 @@ from typing import Optional, Sequence, Union
 
 from ..bilm.model import BiLM
 from .errors import DamagedFileError, WeightsError
-from .layouts import PUBLISHED_OPTIONS, PUBLISHED_WEIGHTS, check_one_layout, layouts_in
+from .layouts import PUBLISHED_OPTIONS, PUBLISHED_WEIGHTS, check_one_layout, layouts_in, published_files
 from .manylangs import is_manylangs, load_manylangs
 from .native import (
     NativeModel,
@@ -93,7 +93,9 @@ def _load_directory(path: Path, with_softmax: bool) -> NativeModel:
         return load_pipeline_bilm(path)
     if is_manylangs(path) or "ELMoForManyLangs" in layouts_in(path):  # an incomplete one: it names what is missing
         return NativeModel(load_manylangs(path), metadata={"source": str(path), "format": "elmoformanylangs"})
-    if not layouts_in(path) and not any(_published_parts(path)):
+    # no file of any layout, not even half a published model (find_published_files names the half missing)
+    half = published_files(path, PUBLISHED_OPTIONS) or published_files(path, PUBLISHED_WEIGHTS)
+    if not layouts_in(path) and not half:
         raise WeightsError(f"{path}: {_EXPECTED}{_models_below(path)}")
     options, weights, vocab = find_published_files(path)
     return NativeModel(load_published(options, weights, vocab), metadata={"source": str(path), "format": "published"})
@@ -103,16 +105,6 @@ _EXPECTED = (
     "expected a directory holding elmo.json, options.json + weights.hdf5, an ELMoForManyLangs model "
     "(config.json, char.dic, word.dic, *.pkl) or a spaCy pipeline with an elmo component"
 )
-
-
-def _published_parts(directory: Path) -> tuple:
-    """Whether `directory` holds a published options file, and a published weight file (either alone:
-    `find_published_files` names the one missing)."""
-    parts = []
-    for names, pattern in (PUBLISHED_OPTIONS, PUBLISHED_WEIGHTS):
-        found = any((directory / name).is_file() for name in names)
-        parts.append(found or any(not p.name.startswith(".") for p in directory.glob(pattern)))
-    return tuple(parts)
 
 
 def _models_below(directory: Path) -> str:

@@ -25,7 +25,7 @@ PUBLISHED_OPTIONS = (("options.json",), "*options*.json")
 PUBLISHED_WEIGHTS = (("weights.hdf5", "lm_weights.hdf5", "model.hdf5"), "*weights*.hdf5")
 
 
-def _published_files(directory: Path, kind: Tuple[Tuple[str, ...], str]) -> List[str]:
+def published_files(directory: Path, kind: Tuple[Tuple[str, ...], str]) -> List[str]:
     names, pattern = kind
     # hidden files are never a model's (macOS's AppleDouble `._weights.hdf5` beside weights.hdf5)
     found = {p.name for p in directory.glob(pattern) if p.is_file() and not p.name.startswith(".")}
@@ -36,8 +36,8 @@ def layouts_in(directory: PathLike) -> Dict[str, List[str]]:
     """Layout name -> the files of it that `directory` holds (layouts with none are left out)."""
     directory = Path(directory)
     found = {layout: [name for name in names if (directory / name).is_file()] for layout, names in _MARKERS.items()}
-    options = _published_files(directory, PUBLISHED_OPTIONS)
-    weights = _published_files(directory, PUBLISHED_WEIGHTS)
+    options = published_files(directory, PUBLISHED_OPTIONS)
+    weights = published_files(directory, PUBLISHED_WEIGHTS)
     # a published model is a pair: an options file alone (a tokenizer's) or an .hdf5 alone is not one
     found["published"] = options + weights if options and weights else []
     return {layout: names for layout, names in found.items() if names}
@@ -67,4 +67,5 @@ def check_can_write(directory: PathLike, layout: str) -> None:
         )
 
 
-__all__ = ["PUBLISHED_OPTIONS", "PUBLISHED_WEIGHTS", "check_can_write", "check_one_layout", "layouts_in"]
+__all__ = ["PUBLISHED_OPTIONS", "PUBLISHED_WEIGHTS", "check_can_write", "check_one_layout", "layouts_in",
+           "published_files"]

@@ -58,7 +58,7 @@ from pathlib import Path, PurePosixPath
 from typing import Any, Iterator, List, Optional, Sequence, Tuple, Union
 from urllib.parse import unquote, urlparse
 
-from .atomic import fsync
+from .atomic import fsync, fsync_directory
 from .catalogue import CatalogueFile, lookup
 from .cache_records import MARKER, check_entry, damaged_entry_hint, record_contents
 from .checksum import sha256_file
@@ -463,10 +463,7 @@ def _commit(model_dir: Path, target: Path, label: str, refresh: bool = False) ->
         if _complete(target):
             return target  # another process finished the same download first
         raise WeightsError(f"{label}: cannot move the verified model into {target} ({err})") from None
-    try:
-        fsync(target.parent, os.O_RDONLY | getattr(os, "O_DIRECTORY", 0))
-    except OSError:
-        pass  # directories cannot be synced everywhere; the rename stands
+    fsync_directory(target.parent)  # where the platform can; the rename stands either way
     return target
 
 
