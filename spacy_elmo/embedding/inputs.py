@@ -196,11 +196,11 @@ def _matches(pattern: str) -> List[str]:
 
         fs, _ = fsspec.core.url_to_fs(pattern)
         protocol = pattern.split("://", 1)[0]
-        if glob.has_magic(pattern) and not fs.isfile(pattern):
+        if is_glob(pattern):
             return [p if "://" in p else f"{protocol}://{p}" for p in sorted(fs.glob(pattern))]
         return [pattern] if fs.isfile(pattern) else []
     path = local_path(pattern)
-    if glob.has_magic(path) and not os.path.isfile(path):  # a file named "data[1].txt" is that file
+    if is_glob(pattern):  # a file named "data[1].txt" is that file
         return sorted(p for p in glob.glob(path, recursive=True) if os.path.isfile(p))
     if os.path.isdir(path):
         raise DumpError(f"{pattern}: a directory; name its files, e.g. {os.path.join(pattern, '*.txt')}")

@@ -10,7 +10,14 @@ from typing import Optional, Sequence, Union
 
 from ..bilm.model import BiLM
 from .errors import DamagedFileError, WeightsError
-from .layouts import PUBLISHED_OPTIONS, PUBLISHED_WEIGHTS, check_one_layout, layouts_in, published_files
+from .layouts import (
+    PUBLISHED_OPTIONS,
+    PUBLISHED_VOCAB,
+    PUBLISHED_WEIGHTS,
+    check_one_layout,
+    layouts_in,
+    published_files,
+)
 from .manylangs import is_manylangs, load_manylangs
 from .native import (
     NativeModel,
@@ -42,10 +49,10 @@ def find_published_files(directory: PathLike) -> tuple:
 def _vocabulary_file(directory: Path) -> Optional[Path]:
     """vocab.txt, else the one *vocab*.txt (the 1B Word Benchmark's is vocab-2016-09-10.txt; an export
     may name its own); None where there is none, or several to choose from."""
-    if (directory / "vocab.txt").is_file():
-        return directory / "vocab.txt"
-    found = [p for p in directory.glob("*vocab*.txt") if p.is_file() and not p.name.startswith(".")]
-    return found[0] if len(found) == 1 else None
+    found = published_files(directory, PUBLISHED_VOCAB)
+    preferred = [name for name in PUBLISHED_VOCAB[0] if name in found]
+    chosen = preferred or (found if len(found) == 1 else [])
+    return directory / chosen[0] if chosen else None
 
 
 def _pick(directory: Path, names: Sequence[str], pattern: str, what: str) -> Path:

@@ -23,6 +23,8 @@ _MARKERS = {
 # a published model's files: the names preferred, then the pattern of the others (find_published_files)
 PUBLISHED_OPTIONS = (("options.json",), "*options*.json")
 PUBLISHED_WEIGHTS = (("weights.hdf5", "lm_weights.hdf5", "model.hdf5"), "*weights*.hdf5")
+# a word-input model's vocabulary (the 1B Word Benchmark's is vocab-2016-09-10.txt; an export may name its own)
+PUBLISHED_VOCAB = (("vocab.txt",), "*vocab*.txt")
 
 
 def published_files(directory: Path, kind: Tuple[Tuple[str, ...], str]) -> List[str]:
@@ -67,5 +69,5 @@ def check_can_write(directory: PathLike, layout: str) -> None:
         )
 
 
-__all__ = ["PUBLISHED_OPTIONS", "PUBLISHED_WEIGHTS", "check_can_write", "check_one_layout", "layouts_in",
-           "published_files"]
+__all__ = ["PUBLISHED_OPTIONS", "PUBLISHED_VOCAB", "PUBLISHED_WEIGHTS", "check_can_write", "check_one_layout",
+           "layouts_in", "published_files"]

@@ -27,7 +27,7 @@ from ..bilm.vocab import Vocabulary
 from .atomic import staged_files
 from .errors import DamagedFileError, WeightsError
 from .gate_order import INTERNAL_TO_TF, TF_TO_INTERNAL, permute_gates
-from .layouts import check_can_write
+from .layouts import PUBLISHED_VOCAB, check_can_write
 from .options import config_from_options, config_to_options
 
 PathLike = Union[str, Path]
@@ -242,7 +242,7 @@ def export_published(model: BiLM, directory: PathLike, vocab_name: str = "vocab.
     """
     import h5py
 
-    if not fnmatch.fnmatchcase(vocab_name, "*vocab*.txt") or "/" in vocab_name or vocab_name.startswith("."):
+    if not fnmatch.fnmatchcase(vocab_name, PUBLISHED_VOCAB[1]) or "/" in vocab_name or vocab_name.startswith("."):
         raise ValueError(f"vocab_name {vocab_name!r}: the loaders find vocab.txt, or one file named *vocab*.txt "
                          "beside the weights; choose such a name")
     config = model.config
