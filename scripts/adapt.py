@@ -34,8 +34,8 @@ from pretrain import override_settings, run_pretrain  # scripts/pretrain.py, bes
 
 from spacy_elmo.pretrain.trainer import run_finished
 from spacy_elmo.resumable_training import (
-    ResumeError, add_overwrite_option, check_unfinished, keep_finished, overrides_by_contents, path_identity,
-    record_settings,
+    ResumeError, add_overwrite_option, check_unfinished, keep_finished, lock_output_or_exit, overrides_by_contents,
+    path_identity, record_settings,
 )
 
 
@@ -87,6 +87,12 @@ def main() -> None:
     output = Path(args.output)
     check_inputs(parser, args, extra)  # before --overwrite deletes anything: a typo must not cost the run
     defining = run_settings(args, extra)
+    with lock_output_or_exit(output):  # one adaptation at a time on OUTPUT: --overwrite never deletes a live run
+        adapt(args, extra, output, defining)
+
+
+def adapt(args: argparse.Namespace, extra: List[str], output: Path, defining: Dict[str, Any]) -> None:
+    """Keep the finished adaptation in OUTPUT, or start or continue it (the lock on OUTPUT held)."""
     if args.overwrite and output.exists():
         shutil.rmtree(output)
     # not model-last's existence: a run stopped by SIGINT/SIGTERM writes one too, and must go on

@@ -75,18 +75,25 @@ def run_settings(args: argparse.Namespace) -> Dict[str, Any]:
 
 def finetune(args: argparse.Namespace) -> int:
     """Fine-tune (or resume, or keep the finished run) into args.output; the exit status (see the docstring)."""
-    import spacy
-    from thinc.api import fix_random_seed, require_gpu
-
-    from spacy_elmo.resumable_training import (
-        MODEL_LAST, ResumeError, Tee, TrainingSettingsError, check_training, exit_status, finished_run_kept,
-        open_run_log, output_folder_problem, recover_output, resume_record_or_exit, train_resumable,
-    )
+    from spacy_elmo.resumable_training import lock_output_or_exit, output_folder_problem
 
     output = Path(args.output)
     problem = output_folder_problem(output)  # before the pipeline is loaded (mkdir's traceback came after)
     if problem:
         sys.exit(problem)
+    with lock_output_or_exit(output):  # one run at a time on OUTPUT, from here to the exit
+        return _finetune_locked(args, output)
+
+
+def _finetune_locked(args: argparse.Namespace, output: Path) -> int:
+    import spacy
+    from thinc.api import fix_random_seed, require_gpu
+
+    from spacy_elmo.resumable_training import (
+        MODEL_LAST, ResumeError, Tee, TrainingSettingsError, check_training, exit_status, finished_run_kept,
+        open_run_log, recover_output, resume_record_or_exit, train_resumable,
+    )
+
     recover_output(output)  # a model-last that a run killed while saving left as model-last.old
     settings, record = None, None
     if args.resume:

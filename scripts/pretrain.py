@@ -75,7 +75,16 @@ def main() -> None:
 
 
 def pretrain_passes(args: argparse.Namespace, extra: List[str]) -> None:
-    """Run (or continue, or keep) the pretraining passes into OUTPUT, as the module's docstring says."""
+    """Run (or continue, or keep) the pretraining passes into OUTPUT, as the module's docstring says;
+    one run of this script at a time on OUTPUT (its lock held throughout: --overwrite never deletes
+    a live run's passes)."""
+    from spacy_elmo.resumable_training import lock_output_or_exit
+
+    with lock_output_or_exit(Path(args.output)):
+        _pretrain_passes(args, extra)
+
+
+def _pretrain_passes(args: argparse.Namespace, extra: List[str]) -> None:
     from spacy_elmo.resumable_training import ResumeError, keep_finished
 
     output = Path(args.output)

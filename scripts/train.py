@@ -110,15 +110,22 @@ def train(args: argparse.Namespace, overrides: Dict[str, Any]) -> int:
     Whatever can be checked is checked before anything is written: the output folder, the config
     and its [training] values, the pipeline's initialization (a fresh start), or the run's record,
     state and pipeline (--resume)."""
-    from spacy_elmo.resumable_training import (
-        ResumeError, Tee, TrainingSettingsError, exit_status, open_run_log, output_folder_problem, recover_output,
-        resume_record_or_exit, train_resumable, write_wall_time,
-    )
+    from spacy_elmo.resumable_training import lock_output_or_exit, output_folder_problem
 
     output = Path(args.output)
     problem = output_folder_problem(output)
     if problem:
         sys.exit(problem)
+    with lock_output_or_exit(output):  # one run at a time on OUTPUT, from here to the exit
+        return _train_locked(args, overrides, output)
+
+
+def _train_locked(args: argparse.Namespace, overrides: Dict[str, Any], output: Path) -> int:
+    from spacy_elmo.resumable_training import (
+        ResumeError, Tee, TrainingSettingsError, exit_status, open_run_log, recover_output, resume_record_or_exit,
+        train_resumable, write_wall_time,
+    )
+
     recover_output(output)  # a model-last that a run killed while saving left as model-last.old
     settings, record = None, None
     if args.resume:

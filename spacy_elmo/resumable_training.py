@@ -76,6 +76,7 @@ from .bilm.errors import SpacyElmoError
 from .faults import fault_point
 from .io.atomic import atomic_path, fsync_directory, fsync_tree
 from .io.checksum import sha256_file
+from .io.file_lock import OutputBusyError, RunLock, output_lock
 from .pretrain.checkpoint import rng_state, set_rng_state
 
 if TYPE_CHECKING:
@@ -783,6 +784,17 @@ def resume_record_or_exit(output: PathLike, given: Callable[[], Dict[str, Any]])
     return record
 
 
+def lock_output_or_exit(output: PathLike) -> RunLock:
+    """The `RunLock` of the run writing OUTPUT (hidden, beside it), for scripts/train.py, finetune.py,
+    adapt.py and pretrain.py to hold from their first check to their exit: a second run on OUTPUT (two
+    `--resume`s a job scheduler started at once) exits with one line instead of interleaving the two
+    runs' logs and checkpoints and crashing on the other's half-saved model-last."""
+    try:
+        return output_lock(Path(output))
+    except OutputBusyError as err:
+        sys.exit(str(err))
+
+
 def output_folder_problem(output: PathLike) -> Optional[str]:
     """Why a run cannot be written into the folder OUTPUT (None: it can): OUTPUT, or the nearest of its
     parents that exists, is not a folder. --overwrite does not change that: it replaces a run, never
@@ -1213,7 +1225,7 @@ __all__ = [
     "record_settings", "read_record", "keep_finished", "finished_run_kept", "check_unfinished",
     "overrides_by_contents", "add_overwrite_option", "occupied_output", "clear_output", "parse_bool",
     "pipeline_settings", "exit_status", "check_inputs", "check_resumable", "changed_inputs",
-    "ignored_arguments", "resume_record_or_exit", "output_folder_problem", "open_run_log", "check_training",
-    "TrainingSettingsError", "parse_minutes", "WALL_TIME", "EXIT_TIME_BUDGET", "SIGNAL_EXIT", "Tee",
+    "ignored_arguments", "resume_record_or_exit", "lock_output_or_exit", "output_folder_problem", "open_run_log",
+    "check_training", "TrainingSettingsError", "parse_minutes", "WALL_TIME", "EXIT_TIME_BUDGET", "SIGNAL_EXIT", "Tee",
     "write_wall_time", "read_log", "recover_output",
 ]

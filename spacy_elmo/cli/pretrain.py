@@ -52,6 +52,7 @@ def pretrain_cli(
     (DistributedDataParallel). SIGINT/SIGTERM write a checkpoint and stop
     (exit status 130/143); --resume continues exactly where it left off.
     """
+    from ..io.file_lock import OutputBusyError
     from ..pretrain import Interrupted, SettingsError, load_config, pretrain
     from ..pretrain.checkpoint import CheckpointError
     from ..pretrain.distributed import launched_world_size
@@ -78,7 +79,7 @@ def pretrain_cli(
     except Interrupted as err:
         msg.warn(str(err))
         raise typer.Exit(SIGNAL_EXIT.get(err.signal or "SIGINT", SIGNAL_EXIT["SIGINT"]))
-    except (SettingsError, CheckpointError, FileNotFoundError, ValueError, SpacyRequired) as err:
+    except (SettingsError, CheckpointError, FileNotFoundError, ValueError, SpacyRequired, OutputBusyError) as err:
         fail(str(err))
     except OSError as err:  # a full disk, a read-only file system; an input that cannot be read
         where = err.filename or output

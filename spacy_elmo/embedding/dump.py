@@ -60,6 +60,7 @@ from ..bilm.model import BiLM
 from ..faults import fault_point
 from ..io.atomic import commit
 from ..io.errors import WeightsError
+from ..io.file_lock import RunLock, run_lock_path
 from .inputs import (
     ENCODING_ERRORS,
     DumpError,
@@ -433,62 +434,18 @@ def _shown_input(entry: List[Any]) -> str:
     return f"{entry[0]} ({entry[1]} bytes)" if len(entry) > 1 and entry[1] is not None else str(entry[0])
 
 
-class OutputLock:
-    """An exclusive lock on one output for one run: `.NAME.lock` beside it, held with `flock` from the
-    sink's opening to its commit or close (the kernel drops it when the process dies, even by SIGKILL).
-
-    Without it two runs on the same OUTPUT (two `--resume`s started at once) write the same
-    .partial file, and one commits the other's half-written work. A second run is refused while
-    the first holds the lock. Where the file system has no locks (or on Windows) runs go unlocked.
-    """
+class OutputLock(RunLock):
+    """`embed`'s `RunLock` on one output (file or shard), held from the sink's opening to its commit or
+    close: without it two runs on the same OUTPUT (two `--resume`s started at once) write the same
+    .partial file, and one commits the other's half-written work. Refusals are DumpErrors."""
 
     def __init__(self, lock_path: Path, target: Union[str, Path]) -> None:
-        self.path = lock_path
-        self.fd: Optional[int] = None
-        try:
-            import fcntl
-        except ImportError:  # not POSIX
-            return
-        while True:
-            try:
-                fd = os.open(self.path, os.O_RDWR | os.O_CREAT, 0o666)
-            except OSError as err:
-                raise DumpError(f"{self.path.parent}: cannot write the output ({err.strerror or err})") from None
-            try:
-                fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
-            except OSError as err:
-                os.close(fd)
-                if err.errno in (errno.EAGAIN, errno.EWOULDBLOCK, errno.EACCES):
-                    raise DumpError(f"{target} is being written by another run (it holds {self.path}); let that run "
-                                    "finish, or stop it, before starting this one") from None
-                self.path.unlink(missing_ok=True)  # a file system without locks: nothing to hold or leave
-                return
-            try:
-                same = os.fstat(fd).st_ino == os.stat(self.path).st_ino
-            except FileNotFoundError:
-                same = False
-            if same:  # not a lock file that its holder removed while this process waited to open it
-                self.fd = fd
-                os.ftruncate(fd, 0)
-                os.write(fd, f"{os.getpid()}\n".encode("ascii"))
-                return
-            os.close(fd)
-
-    def release(self) -> None:
-        """Remove the lock file and drop the lock (removed first, so no other run locks a file about to go)."""
-        if self.fd is None:
-            return
-        try:
-            os.unlink(self.path)
-        except FileNotFoundError:
-            pass
-        os.close(self.fd)
-        self.fd = None
+        super().__init__(lock_path, target, error=DumpError)
 
 
 def lock_path(output: Path) -> Path:
     """The lock file of an HDF5 output (or shard) file."""
-    return output.with_name(f".{output.name}.lock")
+    return run_lock_path(output)
 
 
 # -- where results go -------------------------------------------------------------------------

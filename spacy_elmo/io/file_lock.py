@@ -1,15 +1,24 @@
-"""One process at a time on a shared on-disk entry: a file lock that says when it waits.
+"""One process at a time on a shared on-disk entry or output.
 
-The model download cache (one fetch per entry), the tokenized corpus and the teacher cache (one build
-per key) are shared by every run pointed at them; the kernel drops a lock when its holder dies, so a
-killed run never leaves the others waiting.
+`waiting_lock`: a lock that says when it waits. The model download cache (one fetch per entry), the
+tokenized corpus and the teacher cache (one build per key) are shared by every run pointed at them.
+
+`RunLock`: a lock that refuses instead of waiting. A run's output (an `embed` file, a pretraining or
+training folder) is one run's at a time: a second run on it (two `--resume`s a job scheduler started
+at once) is refused at its start, before it writes anything, rather than mixing its files and log
+with the first's.
+
+The kernel drops a lock when its holder dies (even by SIGKILL), so a killed run never leaves the
+others waiting or refused.
 """
 import errno
 import os
 import sys
 from contextlib import contextmanager
 from pathlib import Path
-from typing import Iterator
+from typing import Callable, Iterator, Optional, Union
+
+from ..bilm.errors import SpacyElmoError
 
 
 @contextmanager
@@ -63,4 +72,80 @@ def _locks_work(path: Path) -> bool:
         os.close(fd)
 
 
-__all__ = ["waiting_lock"]
+class OutputBusyError(SpacyElmoError, RuntimeError):
+    """Another run holds the output this run would write."""
+
+
+class RunLock:
+    """An exclusive lock on one run's output, held with `flock` on the file `lock_path` from creation
+    to `release` (which removes the file). A second run is refused while the first holds it: `error`
+    (OutputBusyError by default) naming `target`. Where the file system has no locks (or on
+    Windows), runs go unlocked."""
+
+    def __init__(self, lock_path: Path, target: Union[str, Path],
+                 error: Callable[[str], Exception] = OutputBusyError) -> None:
+        self.path = Path(lock_path)
+        self.fd: Optional[int] = None
+        try:
+            import fcntl
+        except ImportError:  # not POSIX
+            return
+        while True:
+            try:
+                fd = os.open(self.path, os.O_RDWR | os.O_CREAT, 0o666)
+            except OSError as err:
+                raise error(f"{self.path.parent}: cannot write the output ({err.strerror or err})") from None
+            try:
+                fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+            except OSError as err:
+                os.close(fd)
+                if err.errno in (errno.EAGAIN, errno.EWOULDBLOCK, errno.EACCES):
+                    raise error(f"{target} is being written by another run (it holds {self.path}); let that run "
+                                "finish, or stop it, before starting this one") from None
+                self.path.unlink(missing_ok=True)  # a file system without locks: nothing to hold or leave
+                return
+            try:
+                same = os.fstat(fd).st_ino == os.stat(self.path).st_ino
+            except FileNotFoundError:
+                same = False
+            if same:  # not a lock file that its holder removed while this process waited to open it
+                self.fd = fd
+                os.ftruncate(fd, 0)
+                os.write(fd, f"{os.getpid()}\n".encode("ascii"))
+                return
+            os.close(fd)
+
+    def release(self) -> None:
+        """Remove the lock file and drop the lock (removed first, so no other run locks a file about to go)."""
+        if self.fd is None:
+            return
+        try:
+            os.unlink(self.path)
+        except FileNotFoundError:
+            pass
+        os.close(self.fd)
+        self.fd = None
+
+    def __enter__(self) -> "RunLock":
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.release()
+
+
+def run_lock_path(output: Path, kind: str = "") -> Path:
+    """The lock file of a run writing `output` (a file or a folder): hidden, beside it, so that taking
+    it creates nothing inside the output; `kind` tells apart the locks of a command and of the
+    script that runs it on the same output."""
+    output = Path(output)
+    return output.with_name(f".{output.name}{'.' + kind if kind else ''}.lock")
+
+
+def output_lock(output: Path, kind: str = "") -> RunLock:
+    """The `RunLock` of a run writing `output` (its folder's parent is created where missing)."""
+    lock = run_lock_path(output, kind)
+    lock.parent.mkdir(parents=True, exist_ok=True)
+    return RunLock(lock, output)
+
+
+__all__ = ["waiting_lock", "OutputBusyError", "RunLock", "run_lock_path", "output_lock"]

@@ -39,6 +39,7 @@ from ..bilm.lstm import LSTMState
 from ..bilm.vocab import Vocabulary, WordTableVocabulary
 from ..faults import fault_point
 from ..io.errors import WeightsError
+from ..io.file_lock import output_lock
 from ..io.native import NativeModel, read_meta, save_native
 from ..machine import cpu_name
 from ..progress_bars import progress_bar
@@ -226,6 +227,15 @@ class Trainer:
 
     # -- the run ------------------------------------------------------------------
     def run(self, resume: bool = False) -> Dict[str, Any]:
+        """Train (or resume) into the output folder. Process 0 holds the folder's `RunLock` throughout:
+        a second run on it (two `--resume`s at once) is refused (OutputBusyError) before it reads or
+        writes anything there, instead of interleaving the two runs' logs and checkpoints."""
+        if not self.dist.is_main:
+            return self._run(resume)
+        with output_lock(self.paths.root, "pretrain"):
+            return self._run(resume)
+
+    def _run(self, resume: bool) -> Dict[str, Any]:
         self.paths.root.mkdir(parents=True, exist_ok=True)
         if self.dist.is_main and not resume and self.paths.checkpoint.exists():
             raise SettingsError(
