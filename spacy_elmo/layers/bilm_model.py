@@ -179,8 +179,16 @@ def set_bilm(model: Model, bilm: BiLM) -> None:
     """Install a biLM (e.g. from a loader at initialize) into the model."""
     model_shim(model).set_bilm(bilm)
     model.attrs["fresh"] = False
-    model.attrs["doc_cache"].clear()
+    forget_layers(model)
     _configure(model, bilm)
+
+
+def forget_layers(model: Model) -> None:
+    """Empty the model's doc cache (after its biLM was replaced: set_bilm, from_bytes, from_disk), so that
+    neither the old layers nor the old weights stay in memory until the next training batch."""
+    cache = model.attrs.get("doc_cache")
+    if cache is not None:
+        cache.clear()
 
 
 def drop_bilm(model: Model) -> None:
@@ -370,4 +378,5 @@ def _convert_outputs(
     return arrays, get_d_torch
 
 
-__all__ = ["ElmoBiLM", "ElmoNotReady", "check_ready", "drop_bilm", "get_bilm", "has_bilm", "set_bilm", "predict_layers"]
+__all__ = ["ElmoBiLM", "ElmoNotReady", "check_ready", "drop_bilm", "forget_layers", "get_bilm", "has_bilm", "set_bilm",
+           "predict_layers"]

@@ -9,7 +9,7 @@ a doc's layers take (L+1) * n_tokens * width * 4 bytes, which for the
 published 1024-wide model is 12 kB per token.
 """
 from collections import OrderedDict
-from typing import Any, Dict, Optional
+from typing import Any, Callable, Optional, Tuple
 
 import numpy
 
@@ -60,15 +60,19 @@ class DocCache:
             self._bytes -= old.nbytes
 
     def clear(self) -> None:
+        """Forget every layer, and the weights they came from (their key holds the weight tensors: a
+        replaced biLM's would stay in memory until the next training batch)."""
         self._data.clear()
         self._bytes = 0
+        self._weights = None
 
     def __len__(self) -> int:
         return len(self._data)
 
-    def __deepcopy__(self, memo: Dict[int, Any]) -> "DocCache":
-        # a copied model (e.g. by replace_listeners) starts with an empty cache
-        return DocCache(self.max_bytes)
+    def __reduce__(self) -> Tuple[Callable[[int], "DocCache"], Tuple[int]]:
+        # a copied or pickled model (replace_listeners, nlp.pipe's spawned workers) starts with an empty
+        # cache: the layers hold for the weights' key, which matches nothing in the copy
+        return (DocCache, (self.max_bytes,))
 
 
 __all__ = ["DocCache", "DEFAULT_MAX_BYTES"]

@@ -41,7 +41,7 @@ from thinc.types import Floats3d
 from .. import defaults
 from ..bilm.model import BiLM
 from ..io import WeightsError
-from ..layers.bilm_model import ElmoNotReady, check_ready, drop_bilm, get_bilm
+from ..layers.bilm_model import ElmoNotReady, check_ready, drop_bilm, forget_layers, get_bilm
 from ..layers.listener import ElmoListenerLayer
 from ..layers.loaders import LOADER_ATTR, ensure_weights, resolve_loader
 from ..layers.standalone import replace_listener, replace_listener_cfg
@@ -586,6 +586,7 @@ class Elmo(TrainablePipe):
         settings = self._settings(exclude)
         super().from_bytes(bytes_data, exclude=exclude)
         self._restore_settings(settings)
+        forget_layers(self.model)
         return self
 
     def from_disk(self, path: Union[str, Path], *, exclude: Iterable[str] = tuple()) -> "Elmo":
@@ -595,6 +596,7 @@ class Elmo(TrainablePipe):
         settings = self._settings(exclude)
         super().from_disk(path, exclude=exclude)
         self._restore_settings(settings, _saved_pipe_config(Path(path).parent / "config.cfg", self.name))
+        forget_layers(self.model)
         return self
 
     def _settings(self, exclude: Iterable[str] = tuple()) -> Tuple[Dict[str, Any], Dict[str, Any]]:

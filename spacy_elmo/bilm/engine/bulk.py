@@ -81,7 +81,9 @@ def evaluating(module: torch.nn.Module, restore: Callable[[torch.nn.Module, bool
         with _MODE_LOCK:
             calls[0] -= 1
             if calls[0] == 0:
-                del _MODE_CALLS[module]
+                # gone already where the garbage collector cleared the weak key before this generator's
+                # finally ran (a suspended generator in a reference cycle with the model)
+                _MODE_CALLS.pop(module, None)
                 restore(module, calls[1])
 
 

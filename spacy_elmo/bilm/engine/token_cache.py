@@ -30,7 +30,7 @@ are not learned, only computed (with the same bits).
 import sys
 import threading
 from collections import OrderedDict
-from typing import Callable, Dict, List, Optional, Sequence, Set, Tuple, TypeVar
+from typing import Any, Callable, Dict, List, Optional, Sequence, Set, Tuple, TypeVar
 
 import torch
 
@@ -118,6 +118,14 @@ class TokenCache:
         self._entries: List[KeyEntries] = [KeyEntries(None)]  # least recently validated first
         self.hits = 0
         self.misses = 0
+
+    def __reduce__(self) -> Tuple[Callable[..., "TokenCache"], Tuple[Any, ...]]:
+        """A copy or pickle is an empty cache of the same bounds and preloaded words (recomputed when
+        next met), as after `clear`: its entries hold for weights keys that match nothing in the copy,
+        and walking them without the lock raced a thread predicting with the model."""
+        with self.lock:
+            pinned = sorted(self._pinned_words)
+        return (_empty_cache, (self.max_size, self.learn, self.max_bytes, pinned))
 
     @property
     def current(self) -> KeyEntries:
@@ -241,6 +249,12 @@ class TokenCache:
                 "misses": self.misses,
                 "hit_rate": (self.hits / total) if total else None,
             }
+
+
+def _empty_cache(max_size: int, learn: bool, max_bytes: Optional[int], pinned_words: List[str]) -> TokenCache:
+    cache = TokenCache(max_size, learn, max_bytes)
+    cache._pinned_words.update(pinned_words)
+    return cache
 
 
 def _key_of_entries(entries: KeyEntries) -> Optional[WeightsKey]:
