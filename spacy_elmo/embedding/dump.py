@@ -157,7 +157,10 @@ def combine_layers(layers: numpy.ndarray, mode: str, layer_weights: Weights = No
         if layer_weights is None or len(layer_weights) != layers.shape[0]:
             raise DumpError(f"--layers weighted needs --layer-weights: {layers.shape[0]} comma-separated "
                             f"weights, one per layer, got {layer_weights}")
-        weights = numpy.asarray(layer_weights, dtype=numpy.float32)
+        with numpy.errstate(over="ignore"):  # 1e39 is inf in float32: refused below, not a RuntimeWarning
+            weights = numpy.asarray(layer_weights, dtype=numpy.float32)
+        if not numpy.isfinite(weights).all():  # a NaN or infinite weight makes every number of the output one
+            raise DumpError(f"--layer-weights must be finite numbers (in float32's range), got {list(layer_weights)}")
         return numpy.tensordot(weights, layers, axes=(0, 0)).astype(numpy.float32)
     raise DumpError(f"unknown layer mode {mode!r}; choose from {LAYER_MODES}")
 

@@ -101,6 +101,8 @@ def ElmoBiLM(
         raise ValueError(f"ElmoBiLM: segmentation must be one of {SEGMENTATIONS}, got {segmentation!r}")
     if max_window < 1 or max_length < 1 or batch_tokens < 1:
         raise ValueError("ElmoBiLM: max_window, max_length and batch_tokens must be >= 1")
+    if token_cache_size < 0:
+        raise ValueError(f"ElmoBiLM: token_cache_size must be >= 0 (0: no cache), got {token_cache_size}")
     try:
         check_stride(stride, max_length)
     except ValueError as err:
