@@ -107,6 +107,14 @@ def tagger_pipeline(weights, tok2vec=None, frozen=True, elmo_config=None):
     return nlp, examples, optimizer
 
 
+def torchrun_command(processes: int) -> list:
+    """`torchrun` with `processes` local processes on a rendezvous port the system picks (--standalone):
+    a fixed --master_port failed the test with EADDRINUSE wherever anything else held that port."""
+    import sys
+
+    return [sys.executable, "-m", "torch.distributed.run", "--standalone", "--nproc_per_node", str(processes)]
+
+
 def tagged_examples(nlp):
     from spacy.training import Example
 

@@ -20,6 +20,7 @@ from spacy_elmo.embedding.dump import (
 
 from .inputs_data import TEXT_LINES as LINES
 from .inputs_data import write_text
+from tests.conftest import torchrun_command
 
 
 @pytest.fixture
@@ -193,12 +194,11 @@ def test_shards_join_to_the_same_keys(allennlp_bilm, input_file, tmp_path):
 def test_torchrun_shards_and_joins(allennlp_dir, input_file, tmp_path):
     import os
     import subprocess
-    import sys
 
     single = embed_file(__import__("spacy_elmo").load_bilm(allennlp_dir), input_file, tmp_path / "single.hdf5")
     out = tmp_path / "tr.hdf5"
     result = subprocess.run(
-        [sys.executable, "-m", "torch.distributed.run", "--nproc_per_node", "2", "--master_port", "29519",
+        [*torchrun_command(2),
          "-m", "spacy_elmo", "embed", str(input_file), str(out), "--weights", str(allennlp_dir), "--quiet"],
         capture_output=True, text=True, timeout=300, env={**os.environ, "OMP_NUM_THREADS": "1"},
     )

@@ -10,13 +10,13 @@ benchmarks/gpu_check.sh.)
 import json
 import os
 import subprocess
-import sys
 
 import pytest
 import torch
 
 from spacy_elmo.pretrain import distributed
 from spacy_elmo.pretrain.distributed import Dist, init_distributed, rank_device
+from tests.conftest import torchrun_command
 
 
 @pytest.fixture
@@ -145,7 +145,7 @@ def test_trainer_takes_the_rank_device(tiny_config_path, small_corpus, tmp_path,
 
 def test_two_gloo_processes_hold_identical_weights(tiny_config_path, small_corpus, tmp_path):
     out = subprocess.run(
-        [sys.executable, "-m", "torch.distributed.run", "--nproc_per_node", "2", "--master_port", "29517",
+        [*torchrun_command(2),
          "-m", "spacy_elmo", "pretrain", str(tiny_config_path), str(tmp_path / "ddp"), "--quiet",
          "--paths.train", str(small_corpus), "--training.max_steps", "4", "--training.threads", "1"],
         capture_output=True, text=True, env={**os.environ, "OMP_NUM_THREADS": "1"}, timeout=600,

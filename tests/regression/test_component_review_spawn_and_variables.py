@@ -81,7 +81,6 @@ def test_an_override_of_a_setting_saved_as_a_variable_does_not_warn(allennlp_dir
         assert loaded.get_pipe("elmo").cfg["gamma"] == 2.0
 
 
-@pytest.mark.slow
 def test_nlp_pipe_with_spawned_workers_gives_the_single_process_vectors(allennlp_dir, tmp_path):
     """The real thing: two spawned workers (each imports torch and spaCy: seconds)."""
     import numpy

@@ -17,7 +17,7 @@ import threading
 from spacy_elmo.pretrain import text_corpus
 from spacy_elmo.pretrain.text_corpus import TokenizedCorpus
 
-from .watched_stderr import WatchedStderr
+from .watched_stderr import HANG, WatchedStderr
 
 
 def test_what_a_killed_run_left_is_removed_and_the_cache_is_complete(small_corpus, tmp_path):
@@ -62,7 +62,7 @@ def test_a_second_run_waits_for_the_first_and_reads_its_cache(small_corpus, tmp_
         for n, tokens in enumerate(tokenized(*args, **kwargs)):
             if n == 1 and len(calls) == 1:
                 started.set()
-                second_waits_or_ended.wait()
+                assert second_waits_or_ended.wait(HANG), "the second run neither waited nor ended"
             yield tokens
 
     monkeypatch.setattr(text_corpus, "_tokenized_lines", held)
@@ -75,16 +75,17 @@ def test_a_second_run_waits_for_the_first_and_reads_its_cache(small_corpus, tmp_
         except Exception as err:  # noqa: BLE001 -- reported by the assertion below
             errors[name] = err
         finally:
-            if name == "second":
-                second_waits_or_ended.set()
+            # an error before the hand-over ends the test through `errors`, never a wait without end
+            (second_waits_or_ended if name == "second" else started).set()
 
     first = threading.Thread(target=run, args=("first",), name="first")
     first.start()
-    started.wait()
+    assert started.wait(HANG)
     second = threading.Thread(target=run, args=("second",), name="second")
     second.start()
-    first.join()
-    second.join()
+    for thread in (first, second):
+        thread.join(HANG)
+        assert not thread.is_alive(), f"the {thread.name} run hangs"
     assert not errors
     assert calls == ["first"]  # tokenized once
     assert results["second"].info == results["first"].info

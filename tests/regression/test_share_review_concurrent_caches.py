@@ -18,7 +18,7 @@ from spacy_elmo.io import atomic
 from spacy_elmo.pretrain import teacher_cache
 from spacy_elmo.pretrain.text_corpus import TokenizedCorpus
 
-from .watched_stderr import WatchedStderr
+from .watched_stderr import HANG, WatchedStderr
 
 pytest.importorskip("transformers", reason="distillation needs transformers (the distill extra)")
 
@@ -47,7 +47,7 @@ def test_a_second_build_waits_for_the_first_and_reads_its_cache(teacher_dir, sma
             Held.calls += 1
             if Held.calls == 2:
                 first_batch_written.set()
-                go_on.wait()
+                assert go_on.wait(HANG), "never told to go on"
             return super().token_vectors(segments)
 
     monkeypatch.setattr(sys, "stderr", WatchedStderr(second_waits_or_ended, "another run is building"))
@@ -59,19 +59,21 @@ def test_a_second_build_waits_for_the_first_and_reads_its_cache(teacher_dir, sma
         except Exception as err:  # noqa: BLE001 -- reported by the assertion below
             errors[name] = err
         finally:
-            if name == "second":
-                second_waits_or_ended.set()
+            # an error (or a build that never reaches a second batch) ends the test through `errors` and
+            # the assertions below, never a wait without end
+            (second_waits_or_ended if name == "second" else first_batch_written).set()
 
-    first = threading.Thread(target=run, args=("first", Held(teacher_dir)))
+    first = threading.Thread(target=run, args=("first", Held(teacher_dir)), name="first")
     first.start()
-    first_batch_written.wait()
-    second = threading.Thread(target=run, args=("second", Teacher(teacher_dir)))
+    assert first_batch_written.wait(HANG)
+    second = threading.Thread(target=run, args=("second", Teacher(teacher_dir)), name="second")
     second.start()
-    second_waits_or_ended.wait()  # the second run waits for the lock (or, unlocked, built its own)
+    assert second_waits_or_ended.wait(HANG)  # the second run waits for the lock (or, unlocked, built its own)
     go_on.set()
-    first.join()
-    second.join()
-    assert not errors
+    for thread in (first, second):
+        thread.join(HANG)
+        assert not thread.is_alive(), f"the {thread.name} build hangs"
+    assert not errors and Held.calls >= 2, (errors, Held.calls)
     assert results["first"].directory == results["second"].directory
     numpy.testing.assert_array_equal(_vectors(results["second"]), _vectors(alone))  # no zeroed rows
 

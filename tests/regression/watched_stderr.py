@@ -2,6 +2,10 @@
 import io
 import threading
 
+# seconds a test's thread waits for a hand-over that takes well under one: a guard that turns a broken
+# hand-over into a failure instead of a suite that never ends, not a speed threshold
+HANG = 600
+
 
 class WatchedStderr(io.StringIO):
     """stderr, setting `event` when a write holds `phrase` (what a run prints while it waits)."""
