@@ -337,8 +337,9 @@ class BiLM(nn.Module):
     # -- bulk inference (engine/bulk.py) ---------------------------------------------
     def embed(self, sentences: Iterable[Sequence[str]], batch_tokens: int = EMBED_BATCH_TOKENS,
               max_batch_sentences: int = EMBED_BATCH_SENTENCES, precision: str = "float32") -> List[numpy.ndarray]:
-        """(L+1, n_tokens, width) float32 arrays in input order, batched by length (the result does not
-        depend on the batching). precision: "float32", or "bfloat16" / "float16" autocast."""
+        """(L+1, n_tokens, width) float32 arrays in input order, batched by length (in float32 the result
+        does not depend on the batching). precision: "float32", or "bfloat16" / "float16" autocast, whose
+        products may round a sentence differently in another batch (a step of that precision)."""
         return bulk.embed(self, sentences, batch_tokens, max_batch_sentences, precision)
 
     def embed_batches(

@@ -10,7 +10,9 @@ local engine embeds a chunk (sorted by length, `batch_tokens` and
 or Parquet parts).
 
 A sentence's vectors do not depend on its batch, so the file written equals
-a local `embed` bit for bit (same machine kind and backend). Resume works as
+a local `embed` bit for bit (same machine kind and backend; in float32: a
+bfloat16 or float16 `--precision` may round a sentence differently in
+another batch). Resume works as
 locally: units already in OUTPUT.partial, or parts already finished, are
 read but not embedded again. Local input files are read once on the
 driver before the output is opened, as the local engine does; remote ones

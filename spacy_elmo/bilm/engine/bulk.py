@@ -4,8 +4,10 @@ Sentences are sorted by length and cut into batches under a token budget
 (`length_sorted_batches`): per timestep the LSTM multiplies one row per
 sentence, so more sentences per batch mean taller, more efficient products,
 while the budget bounds a batch's memory. A sentence that occurs more than
-once is computed once. None of this changes a bit of the result: a
-sentence's layers do not depend on its batch (engine/product_rows.py).
+once is computed once. In float32 none of this changes a bit of the result:
+a sentence's layers do not depend on its batch (engine/product_rows.py).
+Under a bfloat16 or float16 autocast the products are torch's, whose
+rounding may depend on the batch's size (a step of that precision).
 """
 import os
 import threading
