@@ -172,9 +172,64 @@ _torch_setting: Optional[int] = None
 
 def _no_calls_after_fork() -> None:
     """In a forked child (spaCy's `n_process`): the parent's calls under way do not run there, so none
-    counts (a count inherited from them kept the parent's setting in a worker told to use one thread)."""
+    counts (a count inherited from them kept the parent's setting in a worker told to use one thread);
+    and the child looks again whether it is one of spaCy's workers (its parent was not)."""
     global _CALLS_LOCK, _active_calls, _torch_setting
     _CALLS_LOCK, _active_calls, _torch_setting = threading.Lock(), 0, None
+    _worker.update(checked=False, pending=False, in_worker=False, forked=True)
+
+
+# -- spaCy's nlp.pipe(n_process=N) workers ------------------------------------------------------------------
+
+_worker = {"checked": False, "pending": False, "in_worker": False, "forked": False, "capped_warned": False}
+
+
+def in_spacy_pipe_worker() -> bool:
+    """Whether this call runs in a worker process of spaCy's nlp.pipe(n_process=N): under its worker
+    function (`spacy.language._apply_pipes`) on the stack. Other child processes (a web server's or
+    a task queue's workers, a user's multiprocessing pool) are not, and keep their thread settings."""
+    import sys
+    from pathlib import Path
+
+    frame = sys._getframe(1)
+    while frame is not None:
+        code = frame.f_code
+        if code.co_name == "_apply_pipes" and Path(code.co_filename).parts[-2:] == ("spacy", "language.py"):
+            return True
+        frame = frame.f_back  # type: ignore[assignment]
+    return False
+
+
+def spacy_worker_threads(setting: ThreadsSetting = TORCH) -> ThreadsSetting:
+    """The threads setting a biLM call should use, after settling torch's in a spaCy worker process.
+
+    Called before every biLM prediction (the component's, and a standalone model's that runs the biLM
+    itself). In a worker of nlp.pipe(n_process=N), forked or spawned, torch is set to one thread, once
+    per process: the workers share the machine's cores, and in a forked worker OpenMP's thread pool,
+    inherited from the parent but not its threads, hangs the first parallel region for good. Only
+    spaCy's workers (`in_spacy_pipe_worker`): the process's own setting stays anywhere else, and a later
+    setting in a spawned worker stays too. In a forked worker a `setting` of more than one thread is
+    one thread (with a warning, once): that is the hang again.
+    """
+    if not _worker["checked"]:
+        _worker["checked"] = True
+        _worker["pending"] = in_spacy_pipe_worker()
+        _worker["in_worker"] = _worker["pending"]
+    if _worker["pending"]:
+        torch.set_num_threads(1)
+        _worker["pending"] = False
+    if _worker["in_worker"] and _worker["forked"] and isinstance(setting, int) and setting > 1:
+        if not _worker["capped_warned"]:
+            _worker["capped_warned"] = True
+            warnings.warn(
+                f"elmo: threads = {setting} in a forked worker of nlp.pipe(n_process > 1) runs on one thread: "
+                "OpenMP's thread pool does not survive fork, and more threads there wait for ever. Spawned "
+                "workers (multiprocessing.set_start_method('spawn')) can use more.",
+                UserWarning,
+                stacklevel=2,
+            )
+        return 1
+    return setting
 
 
 if hasattr(os, "register_at_fork"):
@@ -211,4 +266,5 @@ def cpu_threads(setting: ThreadsSetting) -> Iterator[int]:
             torch.set_num_threads(torch_setting)
 
 
-__all__ = ["cpu_threads", "threads_for_call", "check_threads", "FreeCores", "ThreadsSetting", "TORCH", "LOAD_AWARE"]
+__all__ = ["cpu_threads", "threads_for_call", "check_threads", "FreeCores", "ThreadsSetting", "TORCH", "LOAD_AWARE",
+           "in_spacy_pipe_worker", "spacy_worker_threads"]

@@ -36,6 +36,7 @@ from ..bilm.errors import SpacyElmoError
 from ..bilm.model import BiLM, length_sorted_batches
 from ..bilm.engine.weights_key import weights_key
 from .. import defaults
+from ..threads import spacy_worker_threads
 from .config_value import setting
 from .doc_cache import DocCache
 from .loaders import LOADER_ATTR, ensure_weights
@@ -254,6 +255,7 @@ def forward(model: Model[InT, OutT], docs: InT, is_train: bool) -> Tuple[OutT, C
     bilm = get_bilm(model)
     _set_token_cache(model, bilm)
     if not is_train or model.attrs["frozen"]:
+        spacy_worker_threads()  # a standalone model in nlp.pipe's worker runs the biLM without the component
         outputs = predict_layers(model, bilm, docs, use_doc_cache=is_train)
         return [model.ops.asarray3f(cast(Floats3d, o)) for o in outputs], _no_backprop
     return _forward_finetune(model, bilm, docs)

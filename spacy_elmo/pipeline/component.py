@@ -19,8 +19,6 @@ prediction or update, `initialize`, saving), not when it is created, so
 that `spacy.load` restores, whose biLM comes from its own files, never reads
 the weights its config names.
 """
-import os
-import sys
 import warnings
 import weakref
 from functools import partial
@@ -45,7 +43,7 @@ from ..layers.bilm_model import ElmoNotReady, check_ready, drop_bilm, forget_lay
 from ..layers.listener import ElmoListenerLayer
 from ..layers.loaders import LOADER_ATTR, ensure_weights, resolve_loader
 from ..layers.standalone import replace_listener, replace_listener_cfg
-from ..threads import ThreadsSetting, check_threads, cpu_threads
+from ..threads import ThreadsSetting, check_threads, cpu_threads, in_spacy_pipe_worker, spacy_worker_threads
 from .extensions import mix_layers, register_extensions, set_doc_layers, set_doc_mix, set_doc_mixed, set_vector_hooks
 
 DEFAULT_MODEL = Config({"model": {"@architectures": defaults.ARCHITECTURE, **defaults.model_settings()}})["model"]
@@ -55,50 +53,9 @@ STORE = ("layers", "mix")
 FILLED_FROM = "initialized_from"
 STORE_DTYPES = ("float32", "float16")
 
-_worker = {"pending": False, "checked": False}
 # the pipelines that built an elmo component (make_elmo), for `misplaced_upstream`'s error message
 _PIPELINES: "weakref.WeakSet[Language]" = weakref.WeakSet()
 _PENDING: "weakref.WeakKeyDictionary[Elmo, PendingBackward]" = weakref.WeakKeyDictionary()
-
-
-def _after_fork_in_child() -> None:
-    _worker["checked"] = False  # a forked child looks again: it may be a worker where its parent was not
-
-
-if hasattr(os, "register_at_fork"):  # not on Windows, which has no fork
-    os.register_at_fork(after_in_child=_after_fork_in_child)
-
-
-def _in_spacy_pipe_worker() -> bool:
-    """Whether this call runs in a worker process of spaCy's nlp.pipe(n_process=N): under its worker
-    function (`spacy.language._apply_pipes`) on the stack. Other child processes (a web server's or
-    a task queue's workers, a user's multiprocessing pool) are not, and keep their thread settings."""
-    frame = sys._getframe(1)
-    while frame is not None:
-        code = frame.f_code
-        if code.co_name == "_apply_pipes" and Path(code.co_filename).parts[-2:] == ("spacy", "language.py"):
-            return True
-        frame = frame.f_back  # type: ignore[assignment]
-    return False
-
-
-def _single_thread_in_worker() -> None:
-    """In a worker process of nlp.pipe(n_process=N), forked or spawned, use one torch thread, once.
-
-    The workers share the machine's cores (N workers of every core each oversubscribe it), and
-    OpenMP's thread pool does not survive fork: without this, the first parallel region in a forked
-    worker can hang. Only spaCy's workers (`_in_spacy_pipe_worker`): the process's own setting stays
-    anywhere else, and a later setting in the worker stays too. The component's `threads` setting
-    still wins.
-    """
-    if not _worker["checked"]:
-        _worker["checked"] = True
-        _worker["pending"] = _in_spacy_pipe_worker()
-    if _worker["pending"]:
-        import torch
-
-        torch.set_num_threads(1)
-        _worker["pending"] = False
 
 
 _HOOKS_WARNED = {"done": False}
@@ -106,7 +63,7 @@ _HOOKS_WARNED = {"done": False}
 
 def _warn_hooks_in_worker() -> None:
     """Vector hooks are functions: they do not travel back from a worker process."""
-    if _HOOKS_WARNED["done"] or not _in_spacy_pipe_worker():
+    if _HOOKS_WARNED["done"] or not in_spacy_pipe_worker():
         return
     _HOOKS_WARNED["done"] = True
     warnings.warn(
@@ -366,9 +323,8 @@ class Elmo(TrainablePipe):
     def predict(self, docs: Iterable[Doc]) -> List[numpy.ndarray]:
         """Every layer of every doc: (L+1, len(doc), width) float32 arrays."""
         self._check_ready()
-        _single_thread_in_worker()
         docs = list(docs)
-        with cpu_threads(self.cfg.get("threads", defaults.THREADS)):
+        with cpu_threads(spacy_worker_threads(self.cfg.get("threads", defaults.THREADS))):
             outputs = self.model.predict(docs)
         return [self.model.ops.to_numpy(o).astype(numpy.float32, copy=False) for o in outputs]
 

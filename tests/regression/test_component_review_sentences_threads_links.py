@@ -19,7 +19,7 @@ import spacy
 import torch
 from spacy.language import Language
 
-from spacy_elmo.pipeline import component
+from spacy_elmo import threads
 
 from ..conftest import tagged_examples, tagger_pipeline
 
@@ -62,7 +62,7 @@ def test_only_spacys_workers_get_one_thread(allennlp_dir, monkeypatch):
     try:
         torch.set_num_threads(2)
         # a child process that is no worker of nlp.pipe (as a web server's worker would be)
-        monkeypatch.setattr(component, "_worker", {"pending": False, "checked": False})
+        monkeypatch.setattr(threads, "_worker", dict(threads._worker, checked=False, pending=False, in_worker=False))
         monkeypatch.setattr(multiprocessing, "parent_process", lambda: object())
         assert nlp("the cat sat").user_data["torch_threads"] == 2
         monkeypatch.undo()

@@ -20,7 +20,7 @@ import torch
 from spacy.tokens import Doc
 from spacy.tokens.underscore import Underscore
 
-from spacy_elmo.pipeline import component
+from spacy_elmo import threads
 
 from ..conftest import tagger_pipeline
 
@@ -40,8 +40,8 @@ def test_the_extension_registry_pickles_and_the_setters_still_refuse(allennlp_di
 def test_a_spawned_worker_uses_one_torch_thread(allennlp_dir, monkeypatch):
     nlp, _, _ = tagger_pipeline(allennlp_dir)
     before = torch.get_num_threads()
-    monkeypatch.setattr(component, "_worker", {"pending": False, "checked": False})
-    monkeypatch.setattr(component, "_in_spacy_pipe_worker", lambda: True)  # as in nlp.pipe's spawned worker
+    monkeypatch.setattr(threads, "_worker", dict(threads._worker, checked=False, pending=False, in_worker=False))
+    monkeypatch.setattr(threads, "in_spacy_pipe_worker", lambda: True)  # as in nlp.pipe's spawned worker
     try:
         torch.set_num_threads(2)
         nlp("the cat sat")
@@ -56,7 +56,7 @@ def test_a_spawned_worker_uses_one_torch_thread(allennlp_dir, monkeypatch):
 def test_the_main_process_keeps_its_threads(allennlp_dir, monkeypatch):
     nlp, _, _ = tagger_pipeline(allennlp_dir)
     before = torch.get_num_threads()
-    monkeypatch.setattr(component, "_worker", {"pending": False, "checked": False})
+    monkeypatch.setattr(threads, "_worker", dict(threads._worker, checked=False, pending=False, in_worker=False))
     try:
         torch.set_num_threads(2)
         nlp("the cat sat")
