@@ -260,6 +260,7 @@ def write_spacy_vectors(directory: PathLike, words: Sequence[str], vectors: nump
                 table.add(key, row=row)
     nlp.vocab.vectors = table
     nlp.meta["name"] = "word_table_vectors"
+    Path(directory).parent.mkdir(parents=True, exist_ok=True)  # spaCy's to_disk makes the folder, not its parents
     nlp.to_disk(directory)
     return table.n_keys
 

@@ -26,3 +26,13 @@ def test_a_cased_table_gives_only_its_own_forms(tmp_path):
     for word in ["bank", "Bank", "BANK", "River", "RIVER", "THE", "the"]:
         assert nlp.vocab.has_vector(word) == (vocab.encode([word])[0] != vocab.unknown_id), word
     assert srsly.read_json(tmp_path / "vectors" / "word_table.json")["lowercase"] is False
+
+
+def test_an_output_in_a_missing_folder_is_made_with_its_parents(tmp_path):
+    """Regression: on a fresh clone (no training/), `static_vectors.py training/static_vectors` failed with
+    FileNotFoundError after loading the model: spaCy's to_disk makes the folder, not its parents."""
+    model = load_model(write_manylangs_model(tmp_path / "manylangs", words=WORDS))
+    save_native(tmp_path / "native", model.bilm, metadata=model.metadata)
+    output = tmp_path / "training" / "static_vectors"
+    _script("static_vectors").main([str(output), "--weights", str(tmp_path / "native")])
+    assert spacy.load(output).vocab.has_vector("bank")
