@@ -157,9 +157,12 @@ def _forward(model: ElmoListenerLayer, docs: List[Doc], is_train: bool) -> Tuple
                 raise ValueError(
                     _missing_upstream(model) or _unlinked(model) or
                     f"ElmoListener (upstream '{model.upstream_name}') got a doc without doc._.elmo during "
-                    "training: the elmo component did not run in this update. If it is in [training] "
-                    "frozen_components, add it to annotating_components too, or leave it out of "
-                    "frozen_components (its own 'frozen' setting keeps the biLM fixed)."
+                    "training: the elmo component did not run in this update. nlp.update runs it before its "
+                    "listeners; under spacy train, if it is in [training] frozen_components, add it to "
+                    "annotating_components too, or leave it out of frozen_components (its own 'frozen' "
+                    "setting keeps the biLM fixed). A listening component updated on its own (its update(), "
+                    "or `spacy debug model`, which runs only tok2vec and transformer upstreams) needs its "
+                    "docs annotated by the elmo component first."
                 )
             outputs.append(model.ops.asarray3f(layers))
         return outputs, _empty_backprop

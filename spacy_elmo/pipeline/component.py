@@ -19,6 +19,8 @@ prediction or update, `initialize`, saving), not when it is created, so
 that `spacy.load` restores, whose biLM comes from its own files, never reads
 the weights its config names.
 """
+import logging
+import re
 import warnings
 import weakref
 from functools import partial
@@ -201,7 +203,7 @@ class Elmo(TrainablePipe):
         if weights is not None and model.attrs.get("fresh"):
             drop_bilm(model)  # explicit weights win over sizes in the model block: loaded on first use
         # what spaCy's replace_listeners looks for (see layers/standalone.py)
-        model.attrs["replace_listener"] = replace_listener
+        model.attrs["replace_listener"] = _replace_listener
         self.frozen = bool(frozen)
 
     @property
@@ -614,6 +616,57 @@ class Elmo(TrainablePipe):
 
     def __repr__(self) -> str:
         return f"<Elmo '{self.name}' frozen={self.frozen} weights={self.weights_source or 'default'}>"
+
+
+class _FrozenElmoRetrainWarning(logging.Filter):
+    """Drops spaCy's W087 ("Component 'elmo' will be (re)trained, but the component 'tagger' depends on
+    it via a listener and is frozen") where 'elmo' is an Elmo component with `frozen = true`: spaCy
+    reads only [training] frozen_components, which these docs advise leaving `elmo` out of (its own
+    setting keeps the biLM fixed), and nothing of it is trained. For a fine-tuned one it stays."""
+
+    PATTERN = re.compile(r"\[W087\] Component '([^']+)' will be \(re\)trained")
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        found = self.PATTERN.match(str(record.msg))
+        if found is None:
+            return True
+        name = found.group(1)
+        return not any(isinstance(proc, Elmo) and proc.frozen
+                       for nlp in list(_PIPELINES) for other, proc in nlp.components if other == name)
+
+
+logging.getLogger("spacy").addFilter(_FrozenElmoRetrainWarning())
+
+TOK2VEC = "spacy-elmo.ElmoTok2Vec.v1"
+TOK2VEC_LISTENER_ARGS = ("elmo", "output_elmo")
+
+
+def _replace_listener(model: Model, listener: Model, component: Any) -> Model:
+    """`replace_listener` for spaCy's replace_listeners, which calls it after writing the configs and before
+    swapping the models: where it was given a listener's own path inside an ElmoTok2Vec
+    (`"model.tok2vec.elmo"`, the dot-path spaCy's docs describe) instead of the tok2vec's, spaCy wrote the
+    whole rewritten ElmoTok2Vec block there, and the pipeline trained and saved but did not load
+    ("mismatched structure"). Such a block nested in its own listener's place is put right here."""
+    if isinstance(listener, ElmoListenerLayer):
+        for nlp, position in _holding_pipelines(listener):
+            pipe_config = nlp._pipe_configs.get(nlp.pipe_names[position])
+            if pipe_config is not None:
+                _unnest_tok2vec(pipe_config)
+    return replace_listener(model, listener, component)
+
+
+def _unnest_tok2vec(config: Any) -> None:
+    """Replace every ElmoTok2Vec block found in the listener argument of an ElmoTok2Vec block by that
+    argument of the inner block (one never holds another: its listener arguments give ELMo mixes)."""
+    if not isinstance(config, dict):
+        return
+    if config.get("@architectures") == TOK2VEC:
+        for key in TOK2VEC_LISTENER_ARGS:
+            inner = config.get(key)
+            while isinstance(inner, dict) and inner.get("@architectures") == TOK2VEC and key in inner:
+                config[key] = inner = inner[key]
+    for value in config.values():
+        _unnest_tok2vec(value)
 
 
 def _holding_pipelines(listener: ElmoListenerLayer) -> Iterator[Tuple[Language, int]]:

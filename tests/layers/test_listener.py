@@ -62,6 +62,13 @@ def test_training_without_the_upstream_reads_annotations_or_says_what_to_do(alle
     assert losses["tagger"] > 0
 
 
+def test_a_listening_component_updated_alone_says_what_it_needs(allennlp_dir):
+    """As under `spacy debug model CONFIG tagger`, which runs no elmo upstream: the message names that."""
+    nlp, examples, _ = tagger_pipeline(allennlp_dir)
+    with pytest.raises(ValueError, match="debug model.*annotated by the elmo component first"):
+        nlp.get_pipe("tagger").update(examples)
+
+
 def test_listener_width_must_be_positive():
     with pytest.raises(ValueError, match="width must be a positive integer"):
         ElmoListener(width=0)
