@@ -230,10 +230,14 @@ def glove_context_word_scores(
     return sense_word_scores(means[_item_rows(items)][:, None], items)[0]
 
 
+RANK_END = 10**7  # the open end of a band of ranks ("without its N most frequent words")
+
+
 def in_band(glove: GloveLookup, ranks: Tuple[int, int], order: Optional[Sequence[str]] = None) -> GloveLookup:
     """A copy of `glove` that knows only the words ranked in [lo, hi) by frequency: their position
-    in `order` (lower-cased, first occurrence; words not in it rank last) or else in GloVe's own
-    list, which is by frequency. (0, 0): `glove` itself."""
+    in `order` (lower-cased, first occurrence; words not in it rank after every listed word, in the
+    open-ended bands only, however short `order` is) or else in GloVe's own list, which is by
+    frequency. (0, 0): `glove` itself."""
     if ranks == (0, 0):
         return glove
     lo, hi = ranks
@@ -242,14 +246,14 @@ def in_band(glove: GloveLookup, ranks: Tuple[int, int], order: Optional[Sequence
         rank = {}
         for position, word in enumerate(order):
             rank.setdefault(word.lower(), position)
-    last = len(order) if order is not None else len(glove.vectors)
+    last = RANK_END - 1 if order is not None else len(glove.vectors)  # an unlisted word is no frequent one
     banded = copy.copy(glove)
     banded.index = {w: i for w, i in glove.index.items() if lo <= rank.get(w, last) < hi}
     return banded
 
 
-RANK_BANDS = [(0, 1000), (0, 5000), (1000, 10**7), (5000, 10**7)]
-RARE = (1000, 10**7)  # the readout's second target: the sentence mean without the 1,000 most frequent words
+RANK_BANDS = [(0, 1000), (0, 5000), (1000, RANK_END), (5000, RANK_END)]
+RARE = (1000, RANK_END)  # the readout's second target: the sentence mean without the 1,000 most frequent words
 
 
 def sentence_readout(

@@ -205,3 +205,15 @@ def test_sense_scores_and_their_standard_error_over_words():
     by_word = bench_bilm.sense_word_scores(noisy, ITEMS)[0]
     assert bench_bilm.sense_scores(noisy, ITEMS)[0] == pytest.approx(by_word.mean())
     assert bench_bilm.sense_standard_errors(noisy, ITEMS)[0] == pytest.approx(by_word.std(ddof=1) / len(by_word) ** 0.5)
+
+
+def test_a_band_of_frequent_words_never_holds_words_the_ranking_leaves_out():
+    """Regression: with a --rank-vocab shorter than a band's top (2,695 words against 5,000), the words
+    missing from it ranked at its length, inside "the 5,000 most frequent": that band was every word,
+    and "without the 5,000 most frequent" none."""
+    glove = RandomGlove()
+    order = ["bank", "river"]
+    frequent = bench_bilm.in_band(glove, (0, 5000), order=order)
+    rare = bench_bilm.in_band(glove, (1, bench_bilm.RANK_END), order=order)
+    assert set(frequent.index) == {"bank", "river"}
+    assert set(rare.index) == set(glove.index) - {"bank"}

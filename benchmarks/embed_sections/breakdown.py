@@ -23,6 +23,9 @@ def run(args) -> str:
     from spacy_elmo.bilm import model as model_module
     from spacy_elmo.embedding import dump
 
+    names = dict(PRODUCT_NAMES)
+    if not cell_kernel.available():  # without the kernel, layer 0 steps [x, h] W too: one K=256 row for both
+        names[(256, 4096)] = "LSTM layers 0 and 1: step products [x, h] W (K=256; no cell kernel)"
     model = random_model("small")
     sentences = ewt_sentences(args.sentences)
     n_tokens = sum(map(len, sentences))
@@ -49,7 +52,7 @@ def run(args) -> str:
     def product(a, k, out):
         x = a[0]
         shape = (x.shape[1], out.shape[1])
-        name = TABLE if in_table[0] else PRODUCT_NAMES.get(shape, f"product K={shape[0]} N={shape[1]}")
+        name = TABLE if in_table[0] else names.get(shape, f"product K={shape[0]} N={shape[1]}")
         return name, 2 * x.shape[0] * x.shape[1] * out.shape[1]
 
     def table_products(a, k, out):
