@@ -106,7 +106,9 @@ def cache_dir() -> Path:
     return Path(pooch.os_cache("spacy-elmo"))
 
 
-def is_url(text: str) -> bool:
+def is_http_url(text: str) -> bool:
+    """Whether a model source is an http(s) URL (fetched with pooch). Not `embedding.inputs.is_url`,
+    which asks whether an input file is any remote fsspec URL (s3://, gs://, ...)."""
     return re.match(r"^https?://\S+$", text, re.IGNORECASE) is not None
 
 
@@ -133,9 +135,9 @@ def parse_source(source: SourceLike) -> Source:
     from_path = isinstance(source, os.PathLike)
     text = os.fspath(source).strip() if isinstance(source, os.PathLike) else str(source).strip()
     parts = [part for part in re.split(r"[\s,]+(?=https?://)|\s+", text) if part]
-    if not from_path and len(parts) > 1 and any(is_url(part) for part in parts):
+    if not from_path and len(parts) > 1 and any(is_http_url(part) for part in parts):
         return _remote_pair(parts, label=text)
-    if not from_path and is_url(text):
+    if not from_path and is_http_url(text):
         return Source("remote", text, files=(CatalogueFile(text),))
     if not text:  # Path("") is the working directory: an unset variable must not load what is there
         raise WeightsError(
@@ -161,7 +163,7 @@ def parse_source(source: SourceLike) -> Source:
 
 
 def _remote_pair(parts: Sequence[str], label: str) -> Source:
-    if len(parts) != 2 or not all(is_url(part) for part in parts):
+    if len(parts) != 2 or not all(is_http_url(part) for part in parts):
         raise WeightsError(
             f"{label}: expected one URL of an archive, or two URLs 'OPTIONS_URL WEIGHTS_URL' "
             "(options.json, then weights .hdf5)"
@@ -614,7 +616,7 @@ __all__ = [
     "check_entry",
     "damaged_entry_hint",
     "fetch_again_hint",
-    "is_url",
+    "is_http_url",
     "parse_source",
     "resolve_source",
 ]
