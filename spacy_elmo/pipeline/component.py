@@ -19,8 +19,6 @@ prediction or update, `initialize`, saving), not when it is created, so
 that `spacy.load` restores, whose biLM comes from its own files, never reads
 the weights its config names.
 """
-import logging
-import re
 import warnings
 import weakref
 from functools import partial
@@ -617,25 +615,6 @@ class Elmo(TrainablePipe):
     def __repr__(self) -> str:
         return f"<Elmo '{self.name}' frozen={self.frozen} weights={self.weights_source or 'default'}>"
 
-
-class _FrozenElmoRetrainWarning(logging.Filter):
-    """Drops spaCy's W087 ("Component 'elmo' will be (re)trained, but the component 'tagger' depends on
-    it via a listener and is frozen") where 'elmo' is an Elmo component with `frozen = true`: spaCy
-    reads only [training] frozen_components, which these docs advise leaving `elmo` out of (its own
-    setting keeps the biLM fixed), and nothing of it is trained. For a fine-tuned one it stays."""
-
-    PATTERN = re.compile(r"\[W087\] Component '([^']+)' will be \(re\)trained")
-
-    def filter(self, record: logging.LogRecord) -> bool:
-        found = self.PATTERN.match(str(record.msg))
-        if found is None:
-            return True
-        name = found.group(1)
-        return not any(isinstance(proc, Elmo) and proc.frozen
-                       for nlp in list(_PIPELINES) for other, proc in nlp.components if other == name)
-
-
-logging.getLogger("spacy").addFilter(_FrozenElmoRetrainWarning())
 
 TOK2VEC = "spacy-elmo.ElmoTok2Vec.v1"
 TOK2VEC_LISTENER_ARGS = ("elmo", "output_elmo")
