@@ -94,7 +94,8 @@ def main() -> None:
 def adapt(args: argparse.Namespace, extra: List[str], output: Path, defining: Dict[str, Any]) -> None:
     """Keep the finished adaptation in OUTPUT, or start or continue it (the lock on OUTPUT held)."""
     if args.overwrite and output.exists():
-        shutil.rmtree(output)
+        with lock_output_or_exit(output, "pretrain"):  # a live `pretrain` run there: refused, not deleted
+            shutil.rmtree(output)
     # not model-last's existence: a run stopped by SIGINT/SIGTERM writes one too, and must go on
     if run_finished(output):
         try:

@@ -85,7 +85,7 @@ def pretrain_passes(args: argparse.Namespace, extra: List[str]) -> None:
 
 
 def _pretrain_passes(args: argparse.Namespace, extra: List[str]) -> None:
-    from spacy_elmo.resumable_training import ResumeError, keep_finished
+    from spacy_elmo.resumable_training import ResumeError, keep_finished, lock_output_or_exit
 
     output = Path(args.output)
     first = output if args.passes == 1 else output.with_name(output.name + "-pass1")
@@ -94,7 +94,8 @@ def _pretrain_passes(args: argparse.Namespace, extra: List[str]) -> None:
     if args.overwrite:
         for directory in {first, output}:
             if directory.exists():
-                shutil.rmtree(directory)
+                with lock_output_or_exit(directory, "pretrain"):  # a live `pretrain` run there: refused
+                    shutil.rmtree(directory)
     try:
         # model-best is written at a run's first evaluation and model-last also when a signal stops
         # it: neither means the run has finished; model-last's "finished" does

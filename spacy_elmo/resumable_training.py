@@ -784,13 +784,15 @@ def resume_record_or_exit(output: PathLike, given: Callable[[], Dict[str, Any]])
     return record
 
 
-def lock_output_or_exit(output: PathLike) -> RunLock:
+def lock_output_or_exit(output: PathLike, kind: str = "") -> RunLock:
     """The `RunLock` of the run writing OUTPUT (hidden, beside it), for scripts/train.py, finetune.py,
     adapt.py and pretrain.py to hold from their first check to their exit: a second run on OUTPUT (two
     `--resume`s a job scheduler started at once) exits with one line instead of interleaving the two
-    runs' logs and checkpoints and crashing on the other's half-saved model-last."""
+    runs' logs and checkpoints and crashing on the other's half-saved model-last. `kind` "pretrain":
+    the lock the `pretrain` command's own run holds there (the scripts take it around deleting a
+    folder for --overwrite, so that a live run is refused, not deleted)."""
     try:
-        return output_lock(Path(output))
+        return output_lock(Path(output), kind)
     except OutputBusyError as err:
         sys.exit(str(err))
 

@@ -136,15 +136,26 @@ class RunLock:
 def run_lock_path(output: Path, kind: str = "") -> Path:
     """The lock file of a run writing `output` (a file or a folder): hidden, beside it, so that taking
     it creates nothing inside the output; `kind` tells apart the locks of a command and of the
-    script that runs it on the same output."""
-    output = Path(output)
-    return output.with_name(f".{output.name}{'.' + kind if kind else ''}.lock")
+    script that runs it on the same output. The path is made absolute first (an output "." has a
+    name then)."""
+    output = Path(os.path.abspath(output))
+    suffix = f".{kind}" if kind else ""
+    if not output.name:  # the file system's root: nothing beside it
+        return output / f".spacy-elmo-run{suffix}.lock"
+    return output.with_name(f".{output.name}{suffix}.lock")
 
 
 def output_lock(output: Path, kind: str = "") -> RunLock:
-    """The `RunLock` of a run writing `output` (its folder's parent is created where missing)."""
+    """The `RunLock` of a run writing `output` (its folder's parent is created where missing). Where
+    that parent cannot be written but the output is a folder that exists (a writable folder in a
+    read-only one: a container's bind mount), the lock goes inside the output folder instead."""
     lock = run_lock_path(output, kind)
-    lock.parent.mkdir(parents=True, exist_ok=True)
+    try:
+        lock.parent.mkdir(parents=True, exist_ok=True)
+    except OSError:
+        pass  # RunLock names the folder it cannot write
+    if Path(output).is_dir() and not os.access(lock.parent, os.W_OK):
+        lock = Path(output) / f".spacy-elmo-run{'.' + kind if kind else ''}.lock"
     return RunLock(lock, output)
 
 

@@ -283,8 +283,12 @@ def predict_layers(model: Model, bilm: BiLM, docs: InT, use_doc_cache: bool = Fa
     outputs: List[Optional[numpy.ndarray]] = [None] * len(docs)
     cache: DocCache = model.attrs["doc_cache"]
     precision = _precision(model, bilm)
-    if use_doc_cache and cache.enabled:
-        cache.bind(weights_key(bilm, precision, bilm.backend, bilm.cache_generation))
+    if cache.enabled:
+        current = weights_key(bilm, precision, bilm.backend, bilm.cache_generation)
+        if use_doc_cache:
+            cache.bind(current)
+        else:  # a replaced biLM's layers and weights are let go at its successor's first prediction
+            cache.forget_unless(current)
     jobs: List[Tuple[int, Segment]] = []  # (doc position, segment)
     sentences: List[List[str]] = []
     keys = {}

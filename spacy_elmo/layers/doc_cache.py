@@ -34,6 +34,12 @@ class DocCache:
             self.clear()
             self._weights = weights
 
+    def forget_unless(self, weights: Any) -> None:
+        """At prediction: forget the layers, and the key, of weights other than these (a biLM replaced
+        by from_bytes or from_disk, whose weights the key would keep in memory), without binding."""
+        if self._weights is not None and self._weights != weights:
+            self.clear()
+
     @property
     def enabled(self) -> bool:
         return self.max_bytes > 0

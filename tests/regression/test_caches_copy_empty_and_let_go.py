@@ -23,6 +23,7 @@ import weakref
 import torch
 
 from spacy_elmo.bilm.engine.token_cache import TokenCache
+from spacy_elmo.layers.bilm_model import model_shim
 from spacy_elmo.layers.doc_cache import DocCache
 from spacy_elmo.layers.loaders import read_weights
 from tests.conftest import tagger_pipeline
@@ -83,3 +84,21 @@ def test_a_suspended_generator_collected_with_its_model_raises_nothing(monkeypat
     del bilm
     gc.collect()
     assert unraisable == []
+
+
+def test_a_standalone_biLM_replaced_by_from_bytes_is_let_go_at_the_next_prediction(allennlp_dir):
+    """Second look: a component with its own biLM (replace_listeners) kept the replaced biLM through its
+    doc cache's key; only the elmo component cleared it."""
+    nlp, examples, optimizer = tagger_pipeline(allennlp_dir)
+    nlp.update(examples, sgd=optimizer)
+    nlp.replace_listeners("elmo", "tagger", ["model.tok2vec"])
+    nlp.remove_pipe("elmo")
+    tagger = nlp.get_pipe("tagger")
+    nlp.update(examples, sgd=optimizer)
+    bilm_model = next(node for node in tagger.model.walk() if "doc_cache" in node.attrs)
+    assert len(bilm_model.attrs["doc_cache"]) > 0
+    old = weakref.ref(next(model_shim(bilm_model).bilm.parameters()))
+    tagger.from_bytes(tagger.to_bytes())
+    nlp("the cat sat")
+    gc.collect()
+    assert len(bilm_model.attrs["doc_cache"]) == 0 and old() is None

@@ -95,9 +95,12 @@ def test_finetune_script_refuses_an_output_another_run_holds(monkeypatch, capsys
     assert BUSY in str(exited.value.code) and not output.exists()
 
 
+@pytest.mark.parametrize("kind", ["", "pretrain"], ids=["the-script-runs", "its-pretrain-command-runs"])
 @pytest.mark.parametrize("name", ["pretrain", "adapt"])
 def test_the_pretrain_and_adapt_scripts_never_touch_a_live_run(monkeypatch, capsys, tiny_config_path, small_corpus,
-                                                               tmp_path, name):
+                                                               tmp_path, name, kind):
+    """Also where only the `pretrain` command runs there (started by hand, or left running by a killed
+    script): the second look found --overwrite deleting its folder, then being refused."""
     monkeypatch.syspath_prepend(str(SCRIPTS))
     module = _script(name)
     calls = []
@@ -112,7 +115,35 @@ def test_the_pretrain_and_adapt_scripts_never_touch_a_live_run(monkeypatch, caps
     else:
         shutil.copytree(output, tmp_path / "model")
         command += ["--pretrained-dir", tmp_path / "model"]
-    with output_lock(output):
+    with output_lock(output, kind):
         assert _main(monkeypatch, module, name, *command) == 1
     assert BUSY in capsys.readouterr().err and calls == []
     assert (output / "checkpoint.pt").read_bytes() == b"the live run's"  # --overwrite deleted nothing
+
+
+def test_an_output_named_dot_is_locked_beside_it(monkeypatch, tmp_path):
+    """Regression (second look): `pretrain CONFIG .` failed with "PosixPath('.') has an empty name"."""
+    (tmp_path / "run").mkdir()
+    monkeypatch.chdir(tmp_path / "run")
+    assert run_lock_path(Path(".")) == tmp_path / ".run.lock"
+    with output_lock(Path(".")):
+        with pytest.raises(OutputBusyError, match=BUSY):
+            output_lock(tmp_path / "run")
+
+
+def test_a_folder_in_a_read_only_parent_is_locked_inside(monkeypatch, tmp_path):
+    """Regression (second look): a writable output folder in a read-only parent (a container's bind mount)
+    could no longer be trained into: the lock beside it could not be created."""
+    from spacy_elmo.io import file_lock
+
+    output = tmp_path / "mounted"
+    output.mkdir()
+    real_access = file_lock.os.access
+    monkeypatch.setattr(file_lock.os, "access", lambda path, mode: False if Path(path) == tmp_path
+                        else real_access(path, mode))
+    lock = output_lock(output, "pretrain")
+    assert lock.path.parent == output and not run_lock_path(output, "pretrain").exists()
+    with pytest.raises(OutputBusyError, match=BUSY):
+        output_lock(output, "pretrain")
+    lock.release()
+    assert list(output.iterdir()) == []
