@@ -29,7 +29,7 @@ import pickle
 import re
 import zipfile
 from pathlib import Path
-from typing import Any, Dict, List, Tuple, Union
+from typing import Any, Dict, List, Optional, Tuple, Union
 
 import torch
 
@@ -40,6 +40,7 @@ from ..bilm.char_ids import CharDictionary
 from ..bilm.vocab import WordTableVocabulary
 from .errors import DamagedFileError, WeightsError
 from .gate_order import permute_gates
+from .options import integer_setting
 
 PathLike = Union[str, Path]
 
@@ -207,22 +208,30 @@ def manylangs_config(arch: Dict[str, Any], n_chars: int, n_words: int, source: s
                 f"{source}: encoder {encoder.get('name')!r} with token embedder {embedder.get('name')!r}: "
                 "only the 'elmo' encoder over the 'cnn' token embedder (every published model) is supported"
             )
-        if int(embedder.get("char_dim", 0)) <= 0:
+
+        def whole(section: Dict[str, Any], key: str, default: Optional[int] = None) -> int:
+            """A count or size as a whole number (int() took 1.7 for 1 and "2" for 2: another model)."""
+            if default is not None and key not in section:
+                return default
+            where = "encoder" if section is encoder else "token_embedder"
+            return integer_setting(section, key, f"{source}: {where}")
+
+        if whole(embedder, "char_dim", 0) <= 0:
             raise WeightsError(f"{source}: a token embedder without characters (char_dim 0) is not supported")
-        word_dim = int(embedder.get("word_dim", 0))
+        word_dim = whole(embedder, "word_dim", 0)
         return BiLMConfig(
-            lstm_dim=int(encoder["dim"]),
-            projection_dim=int(encoder["projection_dim"]),
-            n_layers=int(encoder["n_layers"]),
+            lstm_dim=whole(encoder, "dim"),
+            projection_dim=whole(encoder, "projection_dim"),
+            n_layers=whole(encoder, "n_layers"),
             cell_clip=float(encoder["cell_clip"]) if encoder.get("cell_clip") else None,
             proj_clip=float(encoder["proj_clip"]) if encoder.get("proj_clip") else None,
             use_skip_connections=True,
             filters=tuple(tuple(f) for f in embedder["filters"]),
-            n_highway=int(embedder["n_highway"]),
-            char_embedding_dim=int(embedder["char_dim"]),
+            n_highway=whole(embedder, "n_highway"),
+            char_embedding_dim=whole(embedder, "char_dim"),
             n_characters=n_chars,
             characters="dictionary",
-            max_characters_per_token=int(embedder["max_characters_per_token"]),
+            max_characters_per_token=whole(embedder, "max_characters_per_token"),
             activation=str(embedder.get("activation", "relu")),
             word_table_rows=n_words if word_dim > 0 else 0,
             word_table_dim=word_dim,
@@ -261,6 +270,13 @@ def load_manylangs(directory: PathLike) -> BiLM:
         raise WeightsError(f"{directory}: {err}") from None
     embedder = read_state(directory / "token_embedder.pkl")
     encoder = read_state(directory / "encoder.pkl")
+    undeclared = _undeclared_layers(config, embedder, encoder)
+    if undeclared:  # config.json of another model: the layers it leaves out would be dropped silently
+        raise WeightsError(
+            f"{directory}: the weights hold layers config.json does not declare ({', '.join(undeclared[:4])}"
+            f"{', ...' if len(undeclared) > 4 else ''}): its n_layers, n_highway or filters belong to another "
+            "model than token_embedder.pkl and encoder.pkl"
+        )
     # the weights checked against config.json's sizes first, on a model of the meta device (no memory):
     # building first, an edited dim (10**5) beside a file of one byte took gigabytes, or failed in torch
     for device in ("meta", "cpu"):
@@ -275,6 +291,25 @@ def load_manylangs(directory: PathLike) -> BiLM:
             _assign_encoder(bilm, config, encoder, directory / "encoder.pkl")
     bilm.eval()
     return bilm
+
+
+_NUMBERED = (  # (pattern of a numbered layer's tensors, the config's count of those layers)
+    (re.compile(r"highways\._layers\.(\d+)\."), lambda config: config.n_highway),
+    (re.compile(r"convolutions\.(\d+)\."), lambda config: len(config.filters)),
+    (re.compile(r"(?:forward|backward)_layer_(\d+)\."), lambda config: config.n_layers),
+)
+
+
+def _undeclared_layers(config: BiLMConfig, *states: Dict[str, torch.Tensor]) -> List[str]:
+    """The tensors of numbered layers (highway, convolution, LSTM) past the config's counts."""
+    found = []
+    for state in states:
+        for name in state:
+            for pattern, count in _NUMBERED:
+                match = pattern.match(name)
+                if match and int(match.group(1)) >= count(config):
+                    found.append(name)
+    return sorted(found)
 
 
 def _take(state: Dict[str, torch.Tensor], name: str, shape: Tuple[int, ...], path: Path) -> torch.Tensor:

@@ -50,9 +50,9 @@ def config_from_options(options: Dict[str, Any], source: str = "options.json") -
     _check_keys(lstm, _LSTM_KEYS, {"dim", "projection_dim", "n_layers"}, f"{source} [lstm]")
     char_cnn = _section(options, "char_cnn", source, required=False)
     kwargs: Dict[str, Any] = dict(
-        lstm_dim=_int(lstm, "dim", source),
-        projection_dim=_int(lstm, "projection_dim", source),
-        n_layers=_int(lstm, "n_layers", source),
+        lstm_dim=integer_setting(lstm, "dim", source),
+        projection_dim=integer_setting(lstm, "projection_dim", source),
+        n_layers=integer_setting(lstm, "n_layers", source),
         cell_clip=lstm.get("cell_clip"),
         proj_clip=lstm.get("proj_clip"),
         use_skip_connections=lstm.get("use_skip_connections", False),
@@ -63,7 +63,7 @@ def config_from_options(options: Dict[str, Any], source: str = "options.json") -
                 f"{source}: neither 'char_cnn' (character inputs) nor 'n_tokens_vocab' "
                 "(word inputs) is given, so the token encoder is unknown"
             )
-        kwargs.update(use_character_inputs=False, n_tokens_vocab=_int(options, "n_tokens_vocab", source))
+        kwargs.update(use_character_inputs=False, n_tokens_vocab=integer_setting(options, "n_tokens_vocab", source))
     else:
         kwargs.update(_char_cnn_settings(char_cnn, source))
     try:
@@ -89,10 +89,10 @@ def _char_cnn_settings(char_cnn: Dict[str, Any], source: str) -> Dict[str, Any]:
         raise OptionsError(f"{source} [char_cnn]: 'filters' must be a list of [width, n_filters] pairs")
     return dict(
         filters=tuple(tuple(f) for f in filters),
-        n_highway=_int(char_cnn, "n_highway", source),
-        char_embedding_dim=_int(embedding, "dim", source),
+        n_highway=integer_setting(char_cnn, "n_highway", source),
+        char_embedding_dim=integer_setting(embedding, "dim", source),
         n_characters=char_cnn.get("n_characters", 262),  # BiLMConfig checks its type
-        max_characters_per_token=_int(char_cnn, "max_characters_per_token", source),
+        max_characters_per_token=integer_setting(char_cnn, "max_characters_per_token", source),
         activation=char_cnn["activation"],
     )
 
@@ -153,7 +153,9 @@ def _check_keys(section: Dict[str, Any], known: set, required: set, where: str) 
         raise OptionsError(f"{where}: missing required key(s) {missing}")
 
 
-def _int(section: Dict[str, Any], key: str, source: str) -> int:
+def integer_setting(section: Dict[str, Any], key: str, source: str) -> int:
+    """section[key] as an int: a whole number (an int, or a float such as 2.0), never a bool, a string or
+    1.7 (which int() would truncate into another model), else an OptionsError naming the key."""
     value = section[key]
     if isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value) \
             or int(value) != value:
@@ -188,4 +190,5 @@ def published_shapes(name: str) -> BiLMConfig:
     return BiLMConfig(**shapes[name])
 
 
-__all__ = ["config_from_options", "config_to_options", "published_shapes", "SMALL_SHAPES", "ORIGINAL_SHAPES"]
+__all__ = ["config_from_options", "config_to_options", "published_shapes", "SMALL_SHAPES", "ORIGINAL_SHAPES",
+           "integer_setting"]
