@@ -82,7 +82,13 @@ def load_model(path: Optional[PathLike] = None, with_softmax: bool = True) -> Na
         path = default_model_path()
     resolved = Path(resolve_source(path))  # an archive, URL or catalogue name becomes a cached directory
     with fetch_again_hint(path, resolved):  # files changed since they were verified: a fresh copy fixes that
-        return _load_directory(resolved, with_softmax)
+        try:
+            return _load_directory(resolved, with_softmax)
+        except PermissionError as err:  # no damage, and no download fixes it
+            raise WeightsError(
+                f"{err.filename or resolved}: cannot read ({err.strerror or 'permission denied'}); give this user "
+                "read access to the model's files and search access to its folders"
+            ) from None
 
 
 def _load_directory(path: Path, with_softmax: bool) -> NativeModel:

@@ -98,6 +98,12 @@ def read_weights(
     path = Path(path)
     source = options_path or "the options"
     arrays: Dict[str, numpy.ndarray] = {}
+    try:  # an unreadable file is a PermissionError, not the damage h5py's OSError would be taken for
+        path.open("rb").close()
+    except PermissionError:
+        raise
+    except OSError:
+        pass  # missing or otherwise unopenable: h5py's error below says so
     try:
         with h5py.File(path, "r") as f:
             for name, shape in expected_datasets(config):
