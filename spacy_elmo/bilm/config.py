@@ -17,6 +17,10 @@ class OptionsError(SpacyElmoError, ValueError):
     """options.json (or a native config) does not describe a valid biLM."""
 
 
+MAX_LAYERS = 64  # LSTM or highway layers: published models have at most 4
+MAX_CHARACTERS_PER_TOKEN = 4096  # published models read 50 (longer tokens are cut)
+
+
 @dataclass(frozen=True)
 class BiLMConfig:
     """Architecture of a biLM.
@@ -64,6 +68,12 @@ class BiLMConfig:
         for name in ("lstm_dim", "projection_dim", "n_layers"):
             if getattr(self, name) < 1:
                 problems.append(f"{name} must be >= 1, got {getattr(self, name)}")
+        # counts no weight shape checks: an edited options or elmo.json (10**6 layers, 10**9 characters) built
+        # a model for minutes and gigabytes, or ran out of memory, before the weights could be compared
+        for name, most in (("n_layers", MAX_LAYERS), ("n_highway", MAX_LAYERS),
+                           ("max_characters_per_token", MAX_CHARACTERS_PER_TOKEN)):
+            if getattr(self, name) > most:
+                problems.append(f"{name} must be at most {most:,}, got {getattr(self, name):,}")
         if self.use_character_inputs:
             if not self.filters:
                 problems.append("the character CNN needs at least one (width, n_filters) pair")

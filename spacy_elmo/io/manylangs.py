@@ -315,6 +315,8 @@ def _undeclared_layers(config: BiLMConfig, *states: Dict[str, torch.Tensor]) -> 
 def _take(state: Dict[str, torch.Tensor], name: str, shape: Tuple[int, ...], path: Path) -> torch.Tensor:
     if name not in state:
         raise WeightsError(f"{path}: tensor {name!r} missing (has {sorted(state)[:6]}...)")
+    if not state[name].is_floating_point():
+        raise WeightsError(f"{path}: tensor {name!r} is stored as {state[name].dtype}, not as floating point")
     tensor = state[name].float()
     if tuple(tensor.shape) != shape:
         raise WeightsError(f"{path}: tensor {name!r} has shape {tuple(tensor.shape)}, the config implies {shape}")

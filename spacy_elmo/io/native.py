@@ -287,6 +287,15 @@ def read_meta(directory: PathLike) -> Dict[str, Any]:
     for key in ("bilm",):
         if key not in meta:
             raise WeightsError(f"{path}: missing key '{key}'")
+    # edited by hand, a value of the wrong type gave a TypeError traceback, an AttributeError in
+    # `convert` and `info`, or (bool("false") is True) another model
+    if not isinstance(meta["bilm"], dict):
+        raise WeightsError(f"{path}: 'bilm' must be an object (the model's sizes), got {meta['bilm']!r}")
+    if not isinstance(meta.get("metadata", {}), dict):
+        raise WeightsError(f"{path}: 'metadata' must be an object, got {meta['metadata']!r}")
+    for flag in ("boundary_strings", "vocab", "token_vocab"):
+        if flag in meta and meta[flag] is not None and not isinstance(meta[flag], bool):
+            raise WeightsError(f"{path}: '{flag}' must be true or false, got {meta[flag]!r}")
     return meta
 
 
@@ -426,6 +435,9 @@ def _read_state(module: torch.nn.Module, path: Path) -> Dict[str, torch.Tensor]:
                 f"{path}: tensor '{name}' has shape {tuple(tensor.shape)}, the config implies "
                 f"{tuple(expected[name].shape)}"
             )
+        if tensor.is_floating_point() != expected[name].is_floating_point():  # int bits read as floats: garbage
+            raise WeightsError(f"{path}: tensor '{name}' is stored as {tensor.dtype}, the model holds "
+                               f"{expected[name].dtype} there: the file is damaged or not this model's")
         if tensor.is_floating_point() and tensor.dtype != expected[name].dtype:  # as load_state_dict will store it
             tensor = state[name] = tensor.to(expected[name].dtype)
         if not torch.isfinite(tensor).all():

@@ -39,6 +39,7 @@ from thinc.types import Floats3d
 from .. import defaults
 from ..bilm.model import BiLM
 from ..io import WeightsError
+from ..layers.shim import SOURCE as SHIM_SOURCE
 from ..layers.bilm_model import ElmoNotReady, check_ready, drop_bilm, forget_layers, get_bilm
 from ..layers.listener import ElmoListenerLayer
 from ..layers.loaders import LOADER_ATTR, ensure_weights, resolve_loader
@@ -550,7 +551,10 @@ class Elmo(TrainablePipe):
         if "model" not in exclude and model_file.is_file():
             _check_readable(model_file.read_bytes(), str(model_file))
         settings = self._settings(exclude)
-        super().from_disk(path, exclude=exclude)
+        try:
+            super().from_disk(path, exclude=exclude)
+        except WeightsError as err:  # the shim names bytes, not files: name the file they came from
+            raise type(err)(str(err).replace(SHIM_SOURCE, str(model_file))) from None
         self._restore_settings(settings, _saved_pipe_config(Path(path).parent / "config.cfg", self.name))
         forget_layers(self.model)
         return self
