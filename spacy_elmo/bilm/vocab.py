@@ -95,6 +95,12 @@ class WordTableVocabulary:
 
     def __post_init__(self) -> None:
         self.words, self.specials = list(self.words), list(self.specials)
+        if not isinstance(self.lowercase, bool):  # bool("false") would lower-case: another lookup
+            raise ValueError(f"word table vocabulary: lowercase must be true or false, got {self.lowercase!r}")
+        if self.truncate_chars is not None and (isinstance(self.truncate_chars, bool)
+                                                or not isinstance(self.truncate_chars, int) or self.truncate_chars < 1):
+            raise ValueError(f"word table vocabulary: truncate_chars must be a whole number >= 1 (or null), "
+                             f"got {self.truncate_chars!r}")
         rows: Dict[str, int] = {}
         for i, word in enumerate(self.words + self.specials):
             if word in rows:

@@ -75,3 +75,17 @@ def test_a_damaged_pipeline_names_its_file(allennlp_dir, tmp_path):
     model_file.write_bytes(bytes(data))
     with pytest.raises(DamagedFileError, match=str(model_file)):
         spacy.load(tmp_path / "pipeline")
+
+
+@pytest.mark.parametrize("key, value", [("truncate_chars", "5"), ("truncate_chars", 0), ("lowercase", "false")])
+def test_token_vocab_json_values_of_the_wrong_type(native, key, value):
+    """`"truncate_chars": "5"` loaded, then failed at embed() with a TypeError; a string `lowercase` was
+    read as true."""
+    meta = json.loads((native / "elmo.json").read_text())
+    meta["sha256"].pop("token_vocab.json")
+    (native / "elmo.json").write_text(json.dumps(meta))
+    vocabularies = json.loads((native / "token_vocab.json").read_text())
+    vocabularies["word_table"][key] = value
+    (native / "token_vocab.json").write_text(json.dumps(vocabularies))
+    with pytest.raises(WeightsError, match=f"{key} must be"):
+        load_bilm(native)
