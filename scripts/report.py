@@ -16,6 +16,7 @@ plots/{prefix}layer_weights.png.
 """
 import argparse
 import json
+import sys
 from pathlib import Path
 
 ROWS = [("UPOS", "ewt", "pos_acc"), ("XPOS", "ewt", "tag_acc"), ("UAS", "ewt", "dep_uas"), ("LAS", "ewt", "dep_las"),
@@ -124,9 +125,13 @@ def table(metrics: Path, training: Path, prefix: str) -> str:
         log = _log(run / "log.jsonl")
         if not wall or not log:
             continue
-        best = _best_row(run / "model-best", log)
+        # the run's own record of its best step; matching model-best's scores to a log row only for a run
+        # from before it (evaluations that tie match several rows)
+        best_step = wall.get("best_step")
+        if not isinstance(best_step, int):
+            best_step = _best_row(run / "model-best", log)["step"]
         minutes, ended = wall["seconds"] / 60, _ended_by(wall, log)
-        lines.append(f"| {run.name} | {_steps(wall, log):,} | {best['step']:,} | {minutes:.1f} min | {ended} |")
+        lines.append(f"| {run.name} | {_steps(wall, log):,} | {best_step:,} | {minutes:.1f} min | {ended} |")
     return "\n".join(lines) + "\n"
 
 
@@ -246,11 +251,17 @@ def main() -> None:
     check_metrics(metrics, args.prefix)  # before anything is drawn or written
     plots.mkdir(parents=True, exist_ok=True)
     text = "## Baseline vs ELMo on UD English-EWT test (UNER test for NER)\n\n" + table(metrics, training, args.prefix)
-    dev_curves(training, plots / f"{args.prefix}dev_curves.png", args.prefix)
-    mixes = layer_weights(metrics, plots / f"{args.prefix}layer_weights.png", args.prefix)
-    if mixes:
-        text += "\n## Learned layer weights\n\n" + mixes
-    (metrics / f"{args.prefix}comparison.md").write_text(text, encoding="utf-8")
+    (metrics / f"{args.prefix}comparison.md").write_text(text, encoding="utf-8")  # the table needs no plotting
+    try:
+        import matplotlib  # noqa: F401
+    except ImportError:
+        print("matplotlib is not installed (pip install 'spacy-elmo[plot]'): the plots are left out", file=sys.stderr)
+    else:
+        dev_curves(training, plots / f"{args.prefix}dev_curves.png", args.prefix)
+        mixes = layer_weights(metrics, plots / f"{args.prefix}layer_weights.png", args.prefix)
+        if mixes:
+            text += "\n## Learned layer weights\n\n" + mixes
+            (metrics / f"{args.prefix}comparison.md").write_text(text, encoding="utf-8")
     print(text)
 
 

@@ -80,3 +80,35 @@ def test_a_damaged_metrics_file_is_one_line(report, tmp_path):
     message = str(exited.value.code)
     assert message.startswith(f"{metrics / 'ewt_elmo.json'}: not a readable JSON file (")
     assert "`evaluate`" in message and len(message.splitlines()) == 1
+
+
+def test_the_best_step_is_the_runs_own_record(report, tmp_path):
+    """Regression (project review): where evaluations tie (NER at F1 0.0 throughout a smoke run), the
+    best step came from the last log row matching model-best's scores (30), not the run's best (0)."""
+    metrics, training = tmp_path / "metrics", tmp_path / "training"
+    _metrics(metrics, "ner_baseline", ents_f=0.0)
+    _metrics(metrics, "ner_elmo", ents_f=0.0)
+    _run(training, "ner_baseline", steps=31, last_step=30)
+    wall = json.loads((training / "ner_baseline" / "wall_time.json").read_text())
+    (training / "ner_baseline" / "wall_time.json").write_text(json.dumps(dict(wall, best_step=0)))
+    rows = [{"epoch": 0, "step": step, "scores": {"ents_f": 0.0}, "score": 0.0} for step in (0, 10, 20, 30)]
+    (training / "ner_baseline" / "log.jsonl").write_text("".join(json.dumps(row) + "\n" for row in rows))
+    (training / "ner_baseline" / "model-best").mkdir()
+    (training / "ner_baseline" / "model-best" / "meta.json").write_text(json.dumps({"performance": {"ents_f": 0.0}}))
+    assert "| ner_baseline | 31 | 0 | " in report.table(metrics, training, "")
+
+
+def test_the_table_is_written_without_matplotlib(report, tmp_path, monkeypatch, capsys):
+    """Regression (project review): without matplotlib (an optional extra) `report` drew the plots first and
+    ended in ModuleNotFoundError, writing no comparison.md."""
+    metrics = tmp_path / "metrics"
+    _metrics(metrics, "ewt_baseline", pos_acc=0.90, dep_las=0.80)
+    _metrics(metrics, "ewt_elmo", pos_acc=0.92, dep_las=0.83)
+    _metrics(metrics, "ner_baseline", ents_f=0.70)
+    _metrics(metrics, "ner_elmo", ents_f=0.75)
+    monkeypatch.setitem(__import__("sys").modules, "matplotlib", None)  # import matplotlib: ImportError
+    monkeypatch.setattr("sys.argv", ["report.py", "--metrics", str(metrics), "--training", str(tmp_path / "t"),
+                                     "--plots", str(tmp_path / "plots")])
+    report.main()
+    assert "| UPOS | 90.00 | 92.00 | +2.00 |" in (metrics / "comparison.md").read_text()
+    assert "the plots are left out" in capsys.readouterr().err
