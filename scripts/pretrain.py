@@ -33,6 +33,8 @@ again (and rebuilds a word table built from other text).
 """
 import argparse
 import shutil
+import os
+import signal
 import subprocess
 import sys
 from pathlib import Path
@@ -225,8 +227,23 @@ def run_pretrain(config: str, output: Path, settings: List[str]) -> None:
     _run(command + (["--resume"] if (output / "checkpoint.pt").exists() else []))
 
 
+RESUME_HINT = "rerun the same command to continue"  # what `pretrain` says on a stop, run from this script
+
+
 def _run(command: List[str]) -> None:
-    code = subprocess.call(command)
+    """Run a step's command; its failure code is this script's. A Ctrl-C reaches the command too (one
+    process group): this script waits for it to write its checkpoint and exit 130 instead of dying
+    at once with a traceback (and, under `spacy project run`, having it killed); a SIGTERM sent to
+    this script alone is passed on, so that the command never trains on orphaned."""
+    child = subprocess.Popen(command, env=dict(os.environ, SPACY_ELMO_RESUME_HINT=RESUME_HINT))
+    previous = {name: signal.getsignal(name) for name in (signal.SIGINT, signal.SIGTERM)}
+    signal.signal(signal.SIGINT, signal.SIG_IGN)  # after Popen: the command keeps its own Ctrl-C
+    signal.signal(signal.SIGTERM, lambda signum, frame: child.send_signal(signal.SIGTERM))
+    try:
+        code = child.wait()
+    finally:
+        for name, handler in previous.items():
+            signal.signal(name, handler)
     if code != 0:
         sys.exit(code)
 

@@ -24,6 +24,7 @@ import glob
 import inspect
 import json
 import math
+import os
 import platform
 import time
 from pathlib import Path
@@ -277,7 +278,7 @@ class Trainer:
                         self.save_model(self.paths.model_last, self.last_eval)
                     raise Interrupted(
                         f"stopped by {stopped_by} at step {self.position.step}; checkpoint written to "
-                        f"{self.paths.checkpoint}; continue with --resume",
+                        f"{self.paths.checkpoint}; {os.environ.get(RESUME_HINT_ENV) or 'continue with --resume'}",
                         signal=stopped_by if stopped_by.startswith("SIG") else None,
                     )
                 final_metrics, replicas = self._finish()
@@ -920,6 +921,9 @@ class Trainer:
 
 
 # sentences mode's most segments per batch (sentence_batches' default), for the step estimate
+# set by a script that runs `pretrain` for the user (scripts/pretrain.py, adapt.py): what a stopped run says
+# to do next, where that is not `--resume` (the script resumes by itself when run again)
+RESUME_HINT_ENV = "SPACY_ELMO_RESUME_HINT"
 _MAX_BATCH_SEGMENTS = int(inspect.signature(sentence_batches).parameters["max_batch_segments"].default)
 
 
