@@ -22,7 +22,8 @@ starting biLM's contents, --elmo-model, the overrides), and refused,
 naming each difference, when not: the project never reads a biLM adapted
 from other inputs than its command says. --overwrite starts it again
 (--overwrite=false is as if it were not given: project.yml passes its
-`overwrite` variable so).
+`overwrite` variable so). A --pretrained-dir from a pretraining that has
+not finished is refused unless --allow-unfinished.
 """
 import argparse
 import shutil
@@ -37,6 +38,7 @@ from spacy_elmo.resumable_training import (
     ResumeError, add_overwrite_option, check_unfinished, keep_finished, lock_output_or_exit, overrides_by_contents,
     path_identity, record_settings,
 )
+from spacy_elmo.source_runs import add_allow_unfinished_option, unfinished_source_problem
 
 
 def run_settings(args: argparse.Namespace, extra: List[str]) -> Dict[str, Any]:
@@ -67,6 +69,11 @@ def check_inputs(parser: argparse.ArgumentParser, args: argparse.Namespace, extr
     if args.elmo_model == "pretrained" and not Path(args.pretrained_dir).exists():
         parser.error(f"--pretrained-dir {args.pretrained_dir}: no such model (pretrain one first: the project's "
                      "`pretrain` step, or scripts/pretrain.py)")
+    unfinished = None
+    if args.elmo_model == "pretrained" and not args.allow_unfinished:
+        unfinished = unfinished_source_problem(args.pretrained_dir, "--pretrained-dir")
+    if unfinished:
+        parser.error(unfinished)
 
 
 def main() -> None:
@@ -83,6 +90,7 @@ def main() -> None:
                         help="the adaptation's pretraining config (%(default)s)")
     parser.add_argument("--gpu-id", type=int, default=-1, help="GPU to train on (-1: CPU)")
     add_overwrite_option(parser, "start again, deleting what OUTPUT holds")
+    add_allow_unfinished_option(parser)
     args, extra = parser.parse_known_args()
     output = Path(args.output)
     check_inputs(parser, args, extra)  # before --overwrite deletes anything: a typo must not cost the run

@@ -24,7 +24,9 @@ changed since it started is refused, naming the difference); 0 once it
 has reached its end. A fresh
 start keeps a finished run made with the same settings (PIPELINE's and the
 corpora's contents, learning rate, patience, step cap, seed) and refuses
-one made with others, or an unfinished one, unless --overwrite.
+one made with others, or an unfinished one, unless --overwrite. A
+PIPELINE from a run that has not finished (stopped, or still running) is
+refused unless --allow-unfinished (spacy_elmo.source_runs).
 """
 import argparse
 import math
@@ -36,6 +38,7 @@ from typing import Any, Dict, Optional
 
 def main() -> None:
     from spacy_elmo.resumable_training import SIGNAL_EXIT, add_resume_options
+    from spacy_elmo.source_runs import add_allow_unfinished_option
 
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("pipeline", help="a trained ELMo pipeline (model-best of a frozen run)")
@@ -50,6 +53,7 @@ def main() -> None:
     parser.add_argument("--seed", type=int, default=0, help="random seed: batch order, dropout (%(default)s)")
     parser.add_argument("--gpu-id", type=int, default=-1, help="GPU to train on (-1: CPU)")
     add_resume_options(parser)
+    add_allow_unfinished_option(parser)
     args = parser.parse_args()
     if args.resume and args.overwrite:
         parser.error("--resume continues the run in OUTPUT_DIR, --overwrite starts it again: pass one of them")
@@ -93,6 +97,7 @@ def _finetune_locked(args: argparse.Namespace, output: Path) -> int:
         MODEL_LAST, ResumeError, Tee, TrainingSettingsError, check_training, exit_status, finished_run_kept,
         open_run_log, recover_output, resume_record_or_exit, train_resumable,
     )
+    from spacy_elmo.source_runs import unfinished_source_problem
 
     recover_output(output)  # a model-last that a run killed while saving left as model-last.old
     settings, record = None, None
@@ -101,6 +106,9 @@ def _finetune_locked(args: argparse.Namespace, output: Path) -> int:
     else:  # before anything is written or loaded: a refused or kept run is left as it is
         if not Path(args.pipeline).is_dir():
             sys.exit(f"{args.pipeline}: no such pipeline directory (the model-best of a frozen ELMo run)")
+        unfinished = None if args.allow_unfinished else unfinished_source_problem(args.pipeline, "PIPELINE")
+        if unfinished:
+            sys.exit(unfinished)
         settings = run_settings(args)
         try:
             kept = finished_run_kept(output, settings, args.overwrite)

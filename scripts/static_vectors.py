@@ -30,6 +30,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from spacy_elmo.pretrain.word_table import write_spacy_vectors  # noqa: E402
 from spacy_elmo.resumable_training import clear_output, occupied_output  # noqa: E402
+from spacy_elmo.source_runs import add_allow_unfinished_option, unfinished_source_problem  # noqa: E402
 
 
 def check_output(output: Path, overwrite: bool, weights: Optional[str]) -> None:
@@ -68,9 +69,14 @@ def main(argv: Optional[List[str]] = None) -> None:
     parser.add_argument("--lang", default="en", help="language of the blank pipeline (%(default)s)")
     parser.add_argument("--overwrite", action="store_true",
                         help="replace OUTPUT where it exists and is not empty (else that is refused)")
+    add_allow_unfinished_option(parser)
     args = parser.parse_args(argv)
     if args.weights is None and args.elmo_model == "pretrained":
         args.weights = args.pretrained_dir
+    if args.weights and not args.allow_unfinished:
+        unfinished = unfinished_source_problem(args.weights, "the biLM")
+        if unfinished:
+            msg.fail(unfinished, exits=1)
     check_output(args.output, args.overwrite, args.weights)
     check_lang(args.lang)
 

@@ -31,6 +31,10 @@ is kept, and nothing is done (exit 0); one made with other settings is
 refused, naming each difference. --overwrite always starts again
 (--overwrite=false is as if it were not given: project.yml passes its
 `overwrite` variable so).
+
+A --pretrained-dir that is the model-best of a pretraining or adaptation
+that has not finished is refused (spacy_elmo.source_runs), unless
+--allow-unfinished.
 """
 import argparse
 import platform
@@ -72,6 +76,7 @@ def run_settings(args: argparse.Namespace, overrides: Dict[str, Any], seed: Any)
 
 def main() -> None:
     from spacy_elmo.resumable_training import SIGNAL_EXIT, add_resume_options
+    from spacy_elmo.source_runs import add_allow_unfinished_option, unfinished_source_problem
 
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("config", help="the training config (.cfg)")
@@ -86,9 +91,14 @@ def main() -> None:
     parser.add_argument("--max-steps", type=int, default=0, help="cap the run at N steps (0: the config's)")
     parser.add_argument("--gpu-id", type=int, default=-1, help="GPU to train on (-1: CPU)")
     add_resume_options(parser)
+    add_allow_unfinished_option(parser)
     args, extra = parser.parse_known_args()
     if args.resume and args.overwrite:
         parser.error("--resume continues the run in OUTPUT_DIR, --overwrite starts it again: pass one of them")
+    if args.elmo_model == "pretrained" and not (args.resume or args.allow_unfinished):
+        unfinished = unfinished_source_problem(args.pretrained_dir, "--pretrained-dir")
+        if unfinished:
+            sys.exit(unfinished)
 
     from click import ClickException
 
