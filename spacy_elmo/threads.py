@@ -29,10 +29,12 @@ torch's setting is restored afterwards, so nothing else in the process is
 affected.
 """
 import os
+import sys
 import threading
 import time
 import warnings
 from contextlib import contextmanager
+from pathlib import Path
 from typing import Iterator, Optional, Set, Tuple, Union
 
 import torch
@@ -188,9 +190,6 @@ def in_spacy_pipe_worker() -> bool:
     """Whether this call runs in a worker process of spaCy's nlp.pipe(n_process=N): under its worker
     function (`spacy.language._apply_pipes`) on the stack. Other child processes (a web server's or
     a task queue's workers, a user's multiprocessing pool) are not, and keep their thread settings."""
-    import sys
-    from pathlib import Path
-
     frame = sys._getframe(1)
     while frame is not None:
         code = frame.f_code
