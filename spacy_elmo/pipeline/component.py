@@ -43,7 +43,8 @@ from ..layers.shim import SOURCE as SHIM_SOURCE
 from ..layers.bilm_model import ElmoNotReady, check_ready, drop_bilm, forget_layers, get_bilm
 from ..layers.listener import ElmoListenerLayer
 from ..layers.loaders import LOADER_ATTR, ensure_weights, resolve_loader
-from ..layers.standalone import replace_listener, replace_listener_cfg
+from ..layers.config_value import ConfigValue, setting
+from ..layers.standalone import STANDALONE, replace_listener, replace_listener_cfg
 from ..threads import ThreadsSetting, check_threads, cpu_threads, in_spacy_pipe_worker, spacy_worker_threads
 from .extensions import mix_layers, register_extensions, set_doc_layers, set_doc_mix, set_doc_mixed, set_vector_hooks
 
@@ -483,7 +484,27 @@ class Elmo(TrainablePipe):
         for listener in self.listeners:
             listener.link(self)
         if nlp is not None:
+            self._check_widths_read_when_built(nlp)
             self._warn_sentences_unset_in_training(nlp)
+
+    def _check_widths_read_when_built(self, nlp: Language) -> None:
+        """spaCy's EntityLinker.v2 sizes its layers from its tok2vec's width when it is built: a
+        listener with `width = null` has none then (the biLM's width is known once it is loaded), and
+        the entity linker's initialize failed with numpy's "operands could not be broadcast together".
+        Refused here in one line naming the setting instead."""
+        for name in self.listening_components:
+            try:
+                if name not in nlp.pipe_names or nlp.get_pipe_meta(name).factory != "entity_linker":
+                    continue
+            except (KeyError, ValueError):  # a component without factory meta
+                continue
+            model = getattr(nlp.get_pipe(name), "model", None)
+            tok2vec = model.get_ref("tok2vec") if isinstance(model, Model) and model.has_ref("tok2vec") else None
+            if tok2vec is not None and tok2vec.maybe_get_dim("nO") is None:
+                raise ValueError(
+                    f"'{name}' listens to '{self.name}' with width = null, but spaCy's entity linker sizes its "
+                    "layers from its tok2vec's width when it is built, before the biLM is loaded: set `width` "
+                    f"in [components.{name}.model.tok2vec] (e.g. width = 256)")
 
     def _warn_sentences_unset_in_training(self, nlp: Language) -> None:
         """Warn where a component before this one sets sentence starts but is not among [training]
@@ -635,7 +656,55 @@ def _replace_listener(model: Model, listener: Model, component: Any) -> Model:
             pipe_config = nlp._pipe_configs.get(nlp.pipe_names[position])
             if pipe_config is not None:
                 _unnest_tok2vec(pipe_config)
+                _keep_windows_past_sentence_setters(nlp, component, position, model, pipe_config)
     return replace_listener(model, listener, component)
+
+
+def _keep_windows_past_sentence_setters(nlp: Language, component: Any, position: int, model: Model,
+                                        pipe_config: Dict[str, Any]) -> None:
+    """A copy of the biLM runs at the listening component's place, not at elmo's. With segmentation
+    "auto", where a component between the two sets sentence starts (a senter, a parser), the copy
+    would read the docs sentence by sentence where elmo read them in windows, and the component's
+    predictions would change (3 of 15 tags in a test). The copy, and the standalone block written
+    in its config, then read in windows, as elmo did; a warning says so."""
+    if setting(model, "segmentation") != "auto" or not isinstance(component, Elmo):
+        return
+    names = nlp.pipe_names
+    if component.name not in names or names.index(component.name) >= position:
+        return
+    setters = [name for name in names[names.index(component.name) + 1:position]
+               if "token.is_sent_start" in _assigns(nlp, name)]
+    if not setters:
+        return
+    holder = names[position]
+    model.attrs["segmentation"] = ConfigValue("windows")
+    bilm_config = nlp.get_pipe_config(component.name).get("model")
+    _set_standalone_segmentation(pipe_config, bilm_config, "windows")
+    warnings.warn(
+        f"replace_listeners: '{holder}' now runs its own copy of '{component.name}''s biLM after "
+        f"{', '.join(setters)}, which set(s) sentence starts; '{component.name}' read the docs before them, in "
+        f"windows (segmentation \"auto\"), so the copy reads them in windows too (segmentation = \"windows\" in "
+        f"'{holder}''s config) and predicts as before.", stacklevel=4)
+
+
+def _assigns(nlp: Language, name: str) -> List[str]:
+    try:
+        return list(nlp.get_pipe_meta(name).assigns)
+    except (KeyError, ValueError):  # a component without factory meta
+        return []
+
+
+def _set_standalone_segmentation(config: Any, bilm_config: Any, segmentation: str) -> None:
+    """Set `segmentation` in each standalone block of `config` whose biLM block is `bilm_config` (a copy
+    of the elmo component's model block, as replace_listener_cfg writes it)."""
+    if not isinstance(config, dict):
+        return
+    if config.get("@architectures") == STANDALONE and isinstance(config.get("bilm"), dict):
+        compared = {key: value for key, value in config["bilm"].items() if key != "segmentation"}
+        if bilm_config is None or compared == {k: v for k, v in dict(bilm_config).items() if k != "segmentation"}:
+            config["bilm"]["segmentation"] = segmentation
+    for value in config.values():
+        _set_standalone_segmentation(value, bilm_config, segmentation)
 
 
 def _unnest_tok2vec(config: Any) -> None:
