@@ -41,4 +41,37 @@ def progress_bar(iterable: Optional[Iterable[Any]] = None, **kwargs: Any) -> "tq
     stream = kwargs.get("file") or sys.stderr
     if "mininterval" not in kwargs and "TQDM_MININTERVAL" not in os.environ and not is_interactive(stream):
         kwargs["mininterval"] = LOG_INTERVAL_S
+    if stream is None:  # no stderr at all (the process started with it closed): nothing to draw on
+        kwargs["disable"] = True
+    else:
+        kwargs["file"] = QuietOnFailure(stream)
     return tqdm(iterable, **kwargs)
+
+
+class QuietOnFailure:
+    """A bar's stream that goes quiet where writing fails: a pipe whose reader has gone (`... 2>&1 |
+    tee log` after the ssh session dropped: EPIPE), a closed descriptor (EBADF), a closed file. The
+    bar is only a view of the work: a run it reports on goes on without it (before, the first redraw
+    after the reader left stopped a pretraining hours in). Everything else is the stream's own."""
+
+    def __init__(self, stream: IO[str]) -> None:
+        self.stream = stream
+        self.failed = False
+
+    def write(self, text: str) -> int:
+        if not self.failed:
+            try:
+                return self.stream.write(text)
+            except (OSError, ValueError):  # ValueError: "I/O operation on closed file"
+                self.failed = True
+        return len(text)
+
+    def flush(self) -> None:
+        if not self.failed:
+            try:
+                self.stream.flush()
+            except (OSError, ValueError):
+                self.failed = True
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self.stream, name)

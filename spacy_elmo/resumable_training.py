@@ -805,6 +805,8 @@ def output_folder_problem(output: PathLike) -> Optional[str]:
     output = Path(output)
     if output.exists() and not output.is_dir():
         return f"{output}: exists and is a file, not a directory; choose another output directory"
+    if output.is_symlink() and not output.exists():
+        return f"{output}: a symbolic link to nothing (a missing folder, or a loop); choose another output directory"
     if not output.exists():
         above = next((p for p in output.absolute().parents if p.exists()), None)
         if above is not None and not above.is_dir():

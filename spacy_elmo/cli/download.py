@@ -1,5 +1,4 @@
 """`download`: fetch a model into the cache ahead of time, for machines that run offline."""
-from pathlib import Path
 from typing import Optional
 
 import typer
@@ -15,7 +14,7 @@ def download_cli(
         "a local archive, or \"embedded\" (installed with the package: nothing to fetch; so is an installed pipeline "
         "package)",
     ),
-    cache_dir: Optional[Path] = typer.Option(
+    cache_dir: Optional[str] = typer.Option(  # a str: a Path option reads "" as "." (the working directory)
         None, "--cache-dir", help="Cache to fill (default: $SPACY_ELMO_CACHE, else the user cache directory)"
     ),
     force: bool = typer.Option(

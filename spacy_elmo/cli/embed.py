@@ -105,7 +105,9 @@ def embed_cli(
     joined into OUTPUT with the same keys as a single run; --engine ray runs
     the same work on a Ray cluster and writes the same file.
     """
-    from ..embedding.dump import DumpError, check_layers, check_output_before_work, embed_file, join_shards
+    from ..embedding.dump import (
+        DumpError, check_layers, check_output_before_work, embed_file, followed_output_link, join_shards,
+    )
 
     if join < 0:
         fail(f"--join N joins N shard files, so N must be 1 or more (0, the default: embed), got {join}")
@@ -121,6 +123,11 @@ def embed_cli(
     _check_options(batch_size=batch_size, batch_tokens=batch_tokens, chunk_lines=chunk_lines, cache=cache,
                    precision=precision, workers=workers, cpus_per_worker=cpus_per_worker,
                    gpus_per_worker=gpus_per_worker, lang=lang, pipeline=pipeline)
+    if output_format == "hdf5":
+        try:  # a link to a file: the file is written (its .partial and lock beside it)
+            output_path = followed_output_link(output_path)
+        except DumpError as err:
+            fail(str(err))
     if not (shard or resume):  # (a shard's file and a resumed output are checked where they are opened)
         try:
             check_output_before_work(output_path, output_format, overwrite)  # before the model is loaded

@@ -58,9 +58,12 @@ def pretrain_cli(
     from ..pretrain.distributed import launched_world_size
     from ..pretrain.settings import parse_overrides
     from ..pretrain.text_corpus import SpacyRequired
-    from ..resumable_training import SIGNAL_EXIT
+    from ..resumable_training import SIGNAL_EXIT, output_folder_problem
 
     config_file, output, extra = _paths_and_overrides(ctx, config_path, output_dir)
+    problem = output_folder_problem(output)  # a file there: one line saying so (it was "File exists")
+    if problem:
+        fail(problem)
     try:
         overrides = parse_overrides(extra)
     except SettingsError as err:

@@ -693,10 +693,48 @@ def refuse_directory(path: Path, why: str) -> None:
 def check_hdf5_output(output: PathLike) -> None:
     """Refuse a local HDF5 OUTPUT that cannot be written, before any work: a missing directory, or a
     directory itself (the dump is one file; only found at the commit, it cost the whole run)."""
-    path = Path(str(output)[len("file://"):] if str(output).startswith("file://") else output)
+    text = str(output)[len("file://"):] if str(output).startswith("file://") else str(output)
+    path = Path(text)
+    if text.endswith(("/", os.sep)):  # Path drops the slash: "out/" would write a file named "out"
+        raise DumpError(f"{text}: names a folder, and the dump is one file (out/run.hdf5, say)")
     if not path.parent.is_dir():
         raise DumpError(f"{path.parent}: no such directory for the output; create it first")
     refuse_directory(path, HDF5_IS_A_FILE)
+    name_max = _name_max(path.parent)
+    if len(os.fsencode(path.name)) + NAME_ROOM > name_max:
+        raise DumpError(f"{path.name[:40]}...: a name of {len(os.fsencode(path.name))} bytes; the run writes files "
+                        f"beside the output whose names add up to {NAME_ROOM} bytes more (.partial, its lock, "
+                        f"shards), over this file system's {name_max}: choose a shorter name")
+
+
+NAME_ROOM = 40
+"""Bytes the names of the files a run writes beside its output add to the output's name, at most
+(`.NAME.shard-K-of-N.partial.PID-TOKEN.tmp`): an output name longer than the file system allows less
+this is refused before any work (it used to fail after the model had loaded, in a double traceback)."""
+
+
+def _name_max(folder: Path) -> int:
+    try:
+        return int(os.pathconf(folder, "PC_NAME_MAX"))
+    except (OSError, ValueError, AttributeError):  # no pathconf (Windows), or no answer: the usual 255
+        return 255
+
+
+def followed_output_link(output: str) -> str:
+    """A local OUTPUT that is a symbolic link: the file it points to, where that exists (written there,
+    so that the link stays and the file it names is the one replaced; its `.partial` and lock go beside
+    that file, on its file system). A link to nothing, or a loop, is refused: writing would replace
+    the link itself. Anything else is returned as given."""
+    if is_url(output):
+        return output
+    local = output[len("file://"):] if output.startswith("file://") else output
+    if not os.path.islink(local):
+        return output
+    try:
+        return os.path.realpath(local, strict=True)
+    except OSError:  # FileNotFoundError (a dangling link), ELOOP (a loop)
+        raise DumpError(f"{local} is a symbolic link to nothing (a missing file, or a loop): name the file to "
+                        "write, or remove the link") from None
 
 
 def refuse_existing_remote(target: str, overwrite: bool) -> None:
@@ -748,7 +786,11 @@ def stopped_note(output_path: PathLike, output_format: str = "hdf5", shard: Tupl
     if shard[1] > 1:
         final = shard_path(final, *shard)
     work = partial_path(final)
-    if work.is_file():
+    try:
+        kept = work.is_file()
+    except OSError:  # its name too long for the file system, say: then it was never written
+        kept = False
+    if kept:
         return f"{work} is kept; rerun with --resume to continue it"
     return "nothing was written"
 
@@ -790,6 +832,8 @@ def embed_file(
     """
     layers, layer_weights = layer_settings(layers, layer_weights, mix)
     check_layers(layers, layer_weights, model.n_layers, model.width)
+    if output_format == "hdf5":
+        output_path = followed_output_link(str(output_path))
     if output_format == "hdf5" and shard[1] > 1:
         check_sharded_hdf5_output(output_path)
     plan = plan_inputs(input_path, input_format, shard, encoding_errors, lang, pipeline, output_path)

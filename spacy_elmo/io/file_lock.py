@@ -136,9 +136,9 @@ class RunLock:
 def run_lock_path(output: Path, kind: str = "") -> Path:
     """The lock file of a run writing `output` (a file or a folder): hidden, beside it, so that taking
     it creates nothing inside the output; `kind` tells apart the locks of a command and of the
-    script that runs it on the same output. The path is made absolute first (an output "." has a
-    name then)."""
-    output = Path(os.path.abspath(output))
+    script that runs it on the same output. The path is resolved first (an output "." has a name
+    then, and a symlink or a `..` spelling of the same output takes the same lock)."""
+    output = Path(os.path.realpath(output))
     suffix = f".{kind}" if kind else ""
     if not output.name:  # the file system's root: nothing beside it
         return output / f".spacy-elmo-run{suffix}.lock"

@@ -411,15 +411,25 @@ def _loaded(build: Callable[[], _Built], path: Path) -> _Built:
     return module
 
 
+def _utf8_name(path: Path) -> bool:
+    """Whether `path`'s bytes on the file system are UTF-8 (a Latin-1 locale's "modèle" is not)."""
+    try:
+        os.fsencode(path).decode("utf-8")
+    except UnicodeDecodeError:
+        return False
+    return True
+
+
 def _read_state(module: torch.nn.Module, path: Path) -> Dict[str, torch.Tensor]:
     """The tensors of `path`, checked against `module`'s names and shapes (it may be on the meta device)."""
     from safetensors import SafetensorError
-    from safetensors.torch import load_file
+    from safetensors.torch import load, load_file
 
     if not path.is_file():
         raise DamagedFileError(f"{path}: missing")
     try:
-        state = load_file(str(path))
+        # safetensors opens a path only where its bytes are UTF-8; read any other name here
+        state = load_file(str(path)) if _utf8_name(path) else load(path.read_bytes())
     except (SafetensorError, OSError, ValueError, RuntimeError) as err:
         raise DamagedFileError(f"{path}: not a readable safetensors file ({err})") from None
     expected = module.state_dict()

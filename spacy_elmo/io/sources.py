@@ -133,13 +133,17 @@ def parse_source(source: SourceLike) -> Source:
     if isinstance(source, (tuple, list)):
         return _remote_pair([str(part) for part in source], label=" ".join(map(str, source)))
     from_path = isinstance(source, os.PathLike)
-    text = os.fspath(source).strip() if isinstance(source, os.PathLike) else str(source).strip()
+    text = os.fspath(source) if isinstance(source, os.PathLike) else str(source)
+    if not (from_path or os.path.lexists(os.path.expanduser(text))):
+        # spaces around a URL, a name or a path pasted from elsewhere; never around a file or folder
+        # whose name has them ("x " and "x" may both exist: the one named is the one read)
+        text = text.strip()
     parts = [part for part in re.split(r"[\s,]+(?=https?://)|\s+", text) if part]
     if not from_path and len(parts) > 1 and any(is_http_url(part) for part in parts):
         return _remote_pair(parts, label=text)
     if not from_path and is_http_url(text):
         return Source("remote", text, files=(CatalogueFile(text),))
-    if not text:  # Path("") is the working directory: an unset variable must not load what is there
+    if not text.strip():  # Path("") is the working directory: an unset variable must not load what is there
         raise WeightsError(
             "empty model source: expected a directory, an archive, a URL or a catalogue name "
             "(None, not an empty string, means the embedded English model)"
@@ -192,7 +196,7 @@ def resolve_source(
     if parsed.kind == "directory":
         assert parsed.path is not None
         return parsed.path
-    root = Path(cache).expanduser() if cache is not None else cache_dir()
+    root = _cache_root(cache)
     target = root / "models" / cache_key(parsed)
     damaged: Optional[WeightsError] = None
     if _complete(target) and not refresh:
@@ -221,9 +225,21 @@ def cached_path(source: SourceLike, *, cache: Optional[Union[str, Path]] = None)
     parsed = parse_source(source)
     if parsed.kind == "directory":
         return None
-    root = Path(cache).expanduser() if cache is not None else cache_dir()
+    root = _cache_root(cache)
     target = root / "models" / cache_key(parsed)
     return target if _complete(target) else None
+
+
+def _cache_root(cache: Optional[Union[str, Path]]) -> Path:
+    """The cache folder: `cache` where given, else $SPACY_ELMO_CACHE or the user cache directory. An
+    empty `cache` is refused: Path("") is the working directory, which would fill with the cache's
+    folders (an empty $SPACY_ELMO_CACHE means "unset", but a `--cache-dir ""` was asked for)."""
+    if cache is None:
+        return cache_dir()
+    if not os.fspath(cache).strip():
+        raise WeightsError("empty cache folder given: name a folder (or leave it out for $SPACY_ELMO_CACHE, else "
+                           "the user cache directory)")
+    return Path(cache).expanduser()
 
 
 def cache_key(source: Source) -> str:
@@ -231,12 +247,13 @@ def cache_key(source: Source) -> str:
     if source.kind == "archive":
         assert source.path is not None
         status = source.path.stat()
-        identity = f"{source.path.resolve()}\n{status.st_size}\n{status.st_mtime_ns}"
+        # the name's bytes as the file system has them (a name that is not UTF-8 has no str encoding)
+        identity = os.fsencode(source.path.resolve()) + f"\n{status.st_size}\n{status.st_mtime_ns}".encode()
         slug = _strip_archive_suffix(source.path.name)
     else:
-        identity = "\n".join(f.url for f in source.files)
+        identity = "\n".join(f.url for f in source.files).encode("utf-8")
         slug = _strip_archive_suffix(_url_name(source.files[-1].url)) or "model"
-    digest = hashlib.sha256(identity.encode("utf-8")).hexdigest()[:16]
+    digest = hashlib.sha256(identity).hexdigest()[:16]
     slug = re.sub(r"[^A-Za-z0-9._-]+", "_", slug).strip("._")[:60] or "model"
     return f"{slug}-{digest}"
 

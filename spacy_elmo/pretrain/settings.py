@@ -474,9 +474,12 @@ def _check_keys(values: Dict[str, Any], known: Dict[str, Any], where: str, sourc
             _check_keys(value, known[key], f"{where}.{key}", source)
 
 
-def check_resume_config(config: Config, saved: Optional[str], checkpoint: Path, report: bool) -> None:
+def check_resume_config(config: Config, saved: Optional[str], checkpoint: Path, report: bool,
+                        saved_cwd: Optional[str] = None) -> None:
     """On resume the architecture must not change (SettingsError); other changes are
-    allowed and, with `report`, printed."""
+    allowed and, with `report`, printed. `saved_cwd`: the working directory of the run that wrote
+    the checkpoint, where it says: a [paths] value that names the same file from another working
+    directory (`corpus.txt`, then `../corpus.txt`) is no change."""
     if not saved:
         return
     old = Config().from_str(saved, interpolate=False)
@@ -487,7 +490,7 @@ def check_resume_config(config: Config, saved: Optional[str], checkpoint: Path, 
             if key not in old.get(section, {}) and value == DEFAULT_CONFIG.get(section, {}).get(key):
                 continue  # a setting added since the checkpoint was written, at its default
             before = old.get(section, {}).get(key)
-            if before != value:
+            if before != value and not (section == "paths" and _same_path(before, value, saved_cwd)):
                 if (section, key) == ("training", "frozen"):
                     continue  # compared by what it freezes, once the model is built (pretrain/freezing.py)
                 (structural if section in ("model", "softmax", "vocab") else other).append(
@@ -501,6 +504,15 @@ def check_resume_config(config: Config, saved: Optional[str], checkpoint: Path, 
         from wasabi import msg
 
         msg.warn("Resuming with changed settings (the run will differ from an uninterrupted one): " + "; ".join(other))
+
+
+def _same_path(before: Any, now: Any, saved_cwd: Optional[str]) -> bool:
+    """Whether two [paths] values name the same file or glob, `before` from `saved_cwd` and `now` from
+    the working directory (False where the earlier working directory is not known)."""
+    if not (saved_cwd and isinstance(before, str) and isinstance(now, str) and before and now):
+        return False
+    earlier = os.path.realpath(os.path.join(saved_cwd, os.path.expanduser(before)))
+    return earlier == os.path.realpath(os.path.expanduser(now))
 
 
 @dataclass

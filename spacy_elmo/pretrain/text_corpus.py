@@ -27,6 +27,7 @@ import glob
 import gzip
 import hashlib
 import json
+import os
 import time
 import zlib
 from collections import Counter
@@ -433,7 +434,8 @@ def _cache_key(
     digest = hashlib.sha1()
     for f in files:
         stat = f.stat()
-        digest.update(f"{f.resolve()}|{stat.st_size}|{stat.st_mtime_ns}".encode())
+        # the name's bytes as the file system has them (a name that is not UTF-8 has no str encoding)
+        digest.update(os.fsencode(f.resolve()) + f"|{stat.st_size}|{stat.st_mtime_ns}".encode())
     digest.update(f"{lang}|{max_length}|{max_segments}|{_CACHE_VERSION}".encode())
     if parts > 1:  # only for a share: a whole corpus's key, and the caches made under it, stay valid
         digest.update(f"|part {part} of {parts}".encode())

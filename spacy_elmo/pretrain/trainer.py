@@ -303,7 +303,8 @@ class Trainer:
         if state is not None:
             # an init_from run's [model] is its start model's: take it again, as start_model did
             resume_architecture(self.config, state.get("config"), report=self.dist.is_main)
-            check_resume_config(self.config, state.get("config"), self.paths.checkpoint, report=self.dist.is_main)
+            check_resume_config(self.config, state.get("config"), self.paths.checkpoint, report=self.dist.is_main,
+                                saved_cwd=state.get("cwd"))
         else:
             start = start_model(self.config, report=self.dist.is_main)
         table = bool(self.config["paths"].get("word_table")) or (start is not None and start.bilm.config.has_word_table)
@@ -830,6 +831,8 @@ class Trainer:
             # plain lists of tensors: the checkpoint holds no classes (checkpoint.py)
             "carried": None if carried is None else [[t.detach() for t in part] for part in carried],
             "config": self.config.to_str(),
+            # where its [paths] were relative to: a resume from another folder compares them as files
+            "cwd": os.getcwd(),
             # the distillation's own parameters (its language model is "model")
             **({"distill": distill_state(self.distilled)} if self.distilled is not None else {}),
             # the word table's vocabulary (its rows are in "model"), so a resume needs no table directory
