@@ -104,6 +104,10 @@ def _pretrain_passes(args: argparse.Namespace, extra: List[str]) -> None:
         if run_finished(output):
             print(keep_finished(output, dict(settings, part="final"), "pretraining"))
             return
+        if args.passes > 1 and (output / "checkpoint.pt").exists():
+            # the second pass's folder holds an unfinished run: checked before the first pass trains
+            # (it used to be found only after that pass, hours of it, and then refused)
+            check_second_pass(output, dict(settings, part="final"))
         if table is not None:
             word_table(table, args.train, args.overwrite)
         common = ["--paths.train", args.train, "--paths.dev", args.dev, "--gpu-id", str(args.gpu_id)]
@@ -150,6 +154,20 @@ def write_source_record(record: Path, elmo_model: str, model: Path) -> None:
     record.parent.mkdir(parents=True, exist_ok=True)
     with atomic_path(record) as tmp:
         tmp.write_text(text, encoding="utf-8")
+
+
+def check_second_pass(output: Path, settings: Dict[str, Any]) -> None:
+    """Raise ResumeError where OUTPUT's unfinished run is not this command's second pass: one started
+    with other settings, or one that records none (an earlier version's run, a one-pass run among
+    them), which this command cannot tell from another."""
+    from spacy_elmo.resumable_training import ResumeError, check_unfinished, read_record
+
+    if read_record(output) is None:
+        raise ResumeError(f"{output} holds an unfinished pretraining that records no settings (a run of an earlier "
+                          "version), so this command cannot tell whether it is its second pass: continue it as it was "
+                          f"started (python -m spacy_elmo pretrain CONFIG {output} --resume), or start both passes "
+                          "again with --overwrite")
+    check_unfinished(output, settings, "second pass")
 
 
 def start_or_continue(output: Path, settings: Dict[str, Any], what: str) -> None:

@@ -423,6 +423,11 @@ def finished_run_kept(output: PathLike, settings: Dict[str, Any], overwrite: boo
         return None
     saved = read_state(Path(output))
     if saved is None:
+        held = [name for name in (MODEL_BEST, MODEL_LAST) if (Path(output) / name).exists()]
+        if held:  # a run of an earlier version, or `spacy train`'s: trained over, it was lost without a word
+            raise ResumeError(f"{output} holds {' and '.join(held)} without a training state (a run of an earlier "
+                              "version, or of `spacy train`), whose settings and end cannot be told: start afresh "
+                              f"with --overwrite, or choose another output folder")
         return None
     if saved["stopped"] not in FINISHED:
         raise ResumeError(f"{output} holds an unfinished run (model-last at step {saved['step']}): continue it "

@@ -46,7 +46,8 @@ def _unfinished_pretraining(run: Path) -> Optional[str]:
         return None
     if not (run / MODEL_LAST / "elmo.json").is_file():
         return f"the pretraining in {run} has no final model-last: it is still running, or was killed"
-    return f"the pretraining in {run} has not reached its end (model-last says so: stopped by a signal)"
+    return (f"the pretraining in {run} has not reached its end as far as its model-last records (stopped by a "
+            "signal, or resumed with other limits; or written by an earlier version, which did not record it)")
 
 
 def _is_training_run(run: Path) -> bool:

@@ -1,5 +1,7 @@
 """`embed`: text, JSONL, CoNLL-U or .spacy files in; the published HDF5 dump layout (or Parquet) out,
 here or on Ray Data."""
+import signal
+import threading
 import warnings
 from contextlib import contextmanager
 from datetime import timedelta
@@ -341,6 +343,31 @@ def _embed_on_ray(input_paths: List[str], output_path: str, quiet: bool, **setti
 
 
 INTERRUPTED = 130  # the exit status of a command stopped by Ctrl-C (128 + SIGINT), as shells report it
+TERMINATED = 143  # by SIGTERM (128 + 15): a job scheduler's, `timeout`'s or Kubernetes' stop
+
+
+class Terminated(KeyboardInterrupt):
+    """SIGTERM, raised where the run is, so that it stops as Ctrl-C stops it: what it started is
+    cleaned up or kept for --resume, and one line says which (a SIGTERM used to kill it outright,
+    leaving a remote output's local copy in the temporary folder and an empty .partial that the next
+    run refused)."""
+
+
+@contextmanager
+def _sigterm_as_interrupt() -> Iterator[None]:
+    """Within the block, SIGTERM raises `Terminated` (main thread only; elsewhere nothing changes)."""
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+
+    def terminate(signum: int, frame: Any) -> None:
+        raise Terminated()
+
+    previous = signal.signal(signal.SIGTERM, terminate)
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGTERM, previous)
 
 
 @contextmanager
@@ -365,13 +392,16 @@ def _stopped_runs(output_path: str, output_format: str, shard: Tuple[int, int], 
 
         warnings.showwarning = show
         try:
-            yield
+            with _sigterm_as_interrupt():
+                yield
         except (DumpError, ImportError) as err:
             bar.close()
             fail(str(err))
-        except KeyboardInterrupt:
+        except KeyboardInterrupt as err:
             bar.close()
-            fail(f"Interrupted: {stopped_note(output_path, output_format, shard)}", INTERRUPTED)
+            note = getattr(err, "note", None) or stopped_note(output_path, output_format, shard)
+            by = " by SIGTERM" if isinstance(err, Terminated) else ""
+            fail(f"Interrupted{by}: {note}", TERMINATED if isinstance(err, Terminated) else INTERRUPTED)
         except OSError as err:
             bar.close()
             where = f" ({err.filename})" if err.filename else ""

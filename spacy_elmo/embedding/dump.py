@@ -384,10 +384,19 @@ def record_difference(recorded: Mapping[str, Any], wanted: Mapping[str, Any], th
     return None
 
 
-def check_record(recorded: Mapping[str, Any], wanted: Optional[Mapping[str, Any]], where: str, advice: str) -> None:
-    """Refuse to add to `where` (a file or part written with `recorded`) under other settings."""
+def check_record(recorded: Mapping[str, Any], wanted: Optional[Mapping[str, Any]], where: str, advice: str,
+                 unrecorded_advice: str = "Pass --overwrite (without --resume) to embed it again.",
+                 holds_vectors: bool = True) -> None:
+    """Refuse to add to `where` (a file or part written with `recorded`) under other settings, or where
+    it records no model: an earlier version's file (before runs were recorded) may hold another
+    model's vectors (the embedded English model itself changed since), and adding to it made a file
+    of two models whose record then named one."""
     if wanted is None:
         return
+    if "model" not in recorded and holds_vectors:  # (one that holds none yet mixes nothing)
+        raise DumpError(f"{where} was written by an earlier version of spacy-elmo, which did not record the model "
+                        f"and settings it embedded with, so this run cannot tell whether it may add to it. "
+                        f"{unrecorded_advice}")
     difference = record_difference(recorded, wanted, "in it", "in this run")
     if difference is not None:
         raise DumpError(f"{where} was written with other settings, so this run cannot add to it: {difference}. "
@@ -546,7 +555,7 @@ class Hdf5Sink:
             return False
         check_record(recorded, record, str(work),
                      "Resume with the settings it was written with, or pass --overwrite (without --resume) to "
-                     "start again.")
+                     "start again.", holds_vectors=bool(units - unwritten))
         self.done = units - unwritten
         self.unwritten = unwritten
         return True
@@ -669,12 +678,15 @@ def finish_sink(sink: Union["Hdf5Sink", "ParquetSink"]) -> Union[Path, str]:
     if isinstance(result, Path) and remote:
         import fsspec
 
+        kept = f"the finished output is kept at {result}: copy it there yourself, then remove {result.parent}"
         try:
             fs, path = fsspec.core.url_to_fs(remote)
             fs.put_file(str(result), path)
+        except KeyboardInterrupt as err:  # Ctrl-C (or SIGTERM) mid-upload: the work is done, and kept
+            err.note = f"the upload to {remote} was stopped; {kept}"  # type: ignore[attr-defined]
+            raise
         except Exception as err:  # the finished file stays where it is, and the message says where
-            raise DumpError(f"{remote}: the upload failed ({type(err).__name__}: {err}); the finished output is "
-                            f"kept at {result}: copy it there yourself, then remove {result.parent}") from err
+            raise DumpError(f"{remote}: the upload failed ({type(err).__name__}: {err}); {kept}") from err
         shutil.rmtree(result.parent, ignore_errors=True)
         return remote
     return result
@@ -1093,6 +1105,11 @@ def _check_shards(shards: Sequence[Path]) -> Record:
             if shard.attrs.get("status") != "complete":
                 raise DumpError(f"{path}: shard is not complete")
             recorded = read_record(shard.attrs)
+            if first is not None and ("model" in record) != ("model" in recorded):
+                older = path.name if "model" in record else first.name
+                raise DumpError(f"cannot join: {older} was written by an earlier version of spacy-elmo, which did not "
+                                "record its model, and the other shards by this one: they may hold two models' "
+                                "vectors. Embed every shard with the same version.")
             difference = None
             if first is not None:
                 difference = record_difference(record, recorded, f"in {first.name}", f"in {path.name}")

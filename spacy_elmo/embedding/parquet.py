@@ -64,9 +64,20 @@ def _pyarrow() -> ModuleType:
     try:
         import pyarrow
         import pyarrow.parquet  # noqa: F401
-    except ImportError:
-        raise DumpError('--format parquet needs pyarrow: pip install pyarrow (or "spacy-elmo[ray]")') from None
+    except ImportError as err:
+        if getattr(err, "name", None) in ("pyarrow", "pyarrow.parquet"):
+            raise DumpError('--format parquet needs pyarrow: pip install pyarrow (or "spacy-elmo[ray]")') from None
+        raise DumpError(broken_import("pyarrow", err, "pyarrow>=16")) from None
+    except Exception as err:  # an install that fails on import (one built for numpy 1 under numpy 2)
+        raise DumpError(broken_import("pyarrow", err, "pyarrow>=16")) from None
     return pyarrow
+
+
+def broken_import(package: str, err: BaseException, works: str) -> str:
+    """The message for a package that is installed but fails to import: its error, not "not installed"
+    (whose remedy, installing it, the user has already followed)."""
+    return (f"{package} is installed but fails to import ({type(err).__name__}: {' '.join(str(err).split())}); "
+            f'a version that works with the packages beside it is needed: pip install "{works}"')
 
 
 def vectors_array(arrays: Sequence[numpy.ndarray]) -> "pyarrow.Array":
@@ -160,8 +171,9 @@ class PartStore:
         return {name for name in found if _TEMPORARY.match(name)}
 
     def read_record(self, name: str) -> Optional[Dict[str, Any]]:
-        """The run record in a part's schema metadata; None for a part without one (an earlier
-        version's) or that cannot be read as Parquet."""
+        """The run record in a part's schema metadata; {} for a Parquet part without one (an earlier
+        version's, which `check_record` refuses to add to), None for one that cannot be read as
+        Parquet (nothing to check against)."""
         pq = _pyarrow().parquet
         where = f"{self.root}/{name}"
         try:
@@ -170,7 +182,7 @@ class PartStore:
                     metadata = pq.read_schema(handle).metadata
             else:
                 metadata = pq.read_schema(where).metadata
-            loaded = json.loads(metadata[RUN_KEY]) if metadata and RUN_KEY in metadata else None
+            loaded = json.loads(metadata[RUN_KEY]) if metadata and RUN_KEY in metadata else {}
         except Exception:  # not Parquet, or an unreadable record: nothing to check against
             return None
         if isinstance(loaded, dict):
@@ -271,17 +283,20 @@ class ParquetSink:
         # (with --overwrite too, which replaces this shard's parts only: the directory would still mix two runs)
         siblings = [name for name in names if _PART.match(name) and name not in foreign and not self._ours(name)]
         recorded = self.store.read_record(siblings[0]) if siblings else None
-        if recorded is not None:
+        if recorded is not None:  # ({}: an earlier version's part, refused by check_record)
             check_record(recorded, self.record, f"{output}/{siblings[0]}",
                          "The shards of one directory are one run: write every shard with the same settings, "
-                         "or remove the directory's parts (or write to another directory) to start the run again.")
+                         "or remove the directory's parts (or write to another directory) to start the run again.",
+                         "Remove the directory's parts (or write to another directory) to start the run again.")
         stale = sorted(name for name in self.store.temporaries() if self._ours(_temporary_part(name)))
         if overwrite and not resume:
-            self.store.remove(ours + (stale if self.lock is not None else []))
+            # every stale temporary of this share, at a URL too (no lock there): --overwrite says this run
+            # replaces the share, and a killed run's temporary was otherwise never removed from a store
+            self.store.remove(ours + stale)
             return set()
         for name in ours:  # every part kept was checked against its run's record when written: one tells
             recorded = self.store.read_record(name)
-            if recorded is not None:
+            if recorded is not None:  # ({}: an earlier version's part, refused by check_record)
                 check_record(recorded, self.record, f"{output}/{name}",
                              "Resume with the settings it was written with, or pass --overwrite (without --resume) "
                              "to start again.")

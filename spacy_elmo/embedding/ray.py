@@ -57,7 +57,7 @@ from .dump import (
     run_record,
 )
 from .inputs import DumpError, Unit, is_url, make_tokenizer
-from .parquet import part_for
+from .parquet import broken_import, part_for
 
 if TYPE_CHECKING:
     import pyarrow
@@ -75,8 +75,12 @@ def require_ray() -> ModuleType:
     try:
         import ray
         import ray.data  # noqa: F401
-    except ImportError:
-        raise ImportError(RAY_MISSING) from None
+    except ImportError as err:
+        if getattr(err, "name", None) in ("ray", "ray.data"):
+            raise ImportError(RAY_MISSING) from None
+        raise ImportError(broken_import("Ray Data", err, "ray[data]>=2.35")) from None
+    except Exception as err:  # an install that fails on import (an old Ray under a newer pyarrow or pandas)
+        raise ImportError(broken_import("Ray Data", err, "ray[data]>=2.35")) from None
     return ray
 
 

@@ -18,10 +18,11 @@ their temporary names first, then renamed, so that a save over an older one
 failing partway (a full disk) leaves the older one whole.
 """
 import os
+import re
 import secrets
 from contextlib import contextmanager
 from pathlib import Path
-from typing import Any, Callable, Iterator, List, Tuple, Union
+from typing import Any, Callable, Iterable, Iterator, List, Tuple, Union
 
 PathLike = Union[str, Path]
 
@@ -43,6 +44,31 @@ def temporary_path(path: PathLike) -> Path:
     """The hidden name beside `path` that this process writes before committing."""
     path = Path(path)
     return path.with_name(f".{path.name}.{os.getpid()}-{_PROCESS['token']}.tmp")
+
+
+_TEMPORARY = re.compile(r"^\..+\.(\d+)-([0-9a-f]{8})\.tmp$")
+
+
+def remove_abandoned_temporaries(folders: Iterable[PathLike]) -> List[Path]:
+    """Remove the temporary files (`temporary_path`) that writers killed mid-write left in `folders`:
+    a checkpoint's or a model file's, as large as it, never used again, and copied along with a
+    model-best. Only for a caller that holds the lock of the run writing there (no other writer is
+    alive); this process's own are kept. Returns what was removed."""
+    removed = []
+    for folder in map(Path, folders):
+        try:
+            names = os.listdir(folder)
+        except OSError:  # not there (yet)
+            continue
+        for name in names:
+            match = _TEMPORARY.match(name)
+            if match and (int(match.group(1)), match.group(2)) != (os.getpid(), _PROCESS["token"]):
+                try:
+                    (folder / name).unlink()
+                    removed.append(folder / name)
+                except OSError:
+                    pass
+    return removed
 
 
 @contextmanager
@@ -156,4 +182,4 @@ def fsync(path: Path, flags: int) -> None:
 
 
 __all__ = ["StagedFiles", "atomic_path", "commit", "fsync", "fsync_directory", "fsync_tree", "staged_files",
-           "temporary_path"]
+           "remove_abandoned_temporaries", "temporary_path"]

@@ -245,6 +245,7 @@ _LAYOUT: Dict[str, Tuple[bool, Callable[[Any], bool], str]] = {
     "carried": (False, _carried, "None or the carried LSTM state [h tensors, c tensors]"),
     "config": (False, lambda v: v is None or isinstance(v, str), "the run's config as text"),
     "cwd": (False, lambda v: isinstance(v, str), "the working directory its [paths] are relative to"),
+    "start": (False, lambda v: v is None or isinstance(v, dict), "the provenance of the model it started from"),
     "word_table": (False, _word_table, "the word table's vocabulary (words, specials), dim and table.json"),
     "distill": (False, _model, "the distillation map's parameters ([training.distill])"),
     "scaler": (False, _scaler, "the gradient scaler's state (float16 on a GPU)"),

@@ -493,9 +493,18 @@ def check_resume_config(config: Config, saved: Optional[str], checkpoint: Path, 
             if before != value and not (section == "paths" and _same_path(before, value, saved_cwd)):
                 if (section, key) == ("training", "frozen"):
                     continue  # compared by what it freezes, once the model is built (pretrain/freezing.py)
-                (structural if section in ("model", "softmax", "vocab") else other).append(
-                    f"[{section}] {key}: {before!r} -> {value!r}"
-                )
+                default = DEFAULT_CONFIG.get(section, {}).get(key)
+                if isinstance(before, dict) and isinstance(value, dict) and isinstance(default, dict):
+                    # a block such as [training.distill]: each setting, those added since at their default
+                    # not being changes (a checkpoint of an earlier version has fewer)
+                    changes = [f"[{section}.{key}] {name}: {before.get(name)!r} -> {value[name]!r}"
+                               for name in value if before.get(name) != value[name]
+                               and not (name not in before and value[name] == default.get(name))]
+                    changes += [f"[{section}.{key}] {name}: {before[name]!r} -> (none)"
+                                for name in before if name not in value]
+                else:
+                    changes = [f"[{section}] {key}: {before!r} -> {value!r}"]
+                (structural if section in ("model", "softmax", "vocab") else other).extend(changes)
     if structural:
         raise SettingsError(
             f"{checkpoint} was trained with a different architecture; cannot resume with " + "; ".join(structural)

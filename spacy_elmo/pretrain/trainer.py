@@ -40,6 +40,7 @@ from ..bilm.lstm import LSTMState
 from ..bilm.vocab import Vocabulary, WordTableVocabulary
 from ..faults import fault_point
 from ..io.errors import WeightsError
+from ..io.atomic import remove_abandoned_temporaries
 from ..io.file_lock import output_lock
 from ..io.native import NativeModel, read_meta, save_native
 from ..machine import cpu_name
@@ -238,6 +239,8 @@ class Trainer:
 
     def _run(self, resume: bool) -> Dict[str, Any]:
         self.paths.root.mkdir(parents=True, exist_ok=True)
+        if self.dist.is_main:  # the lock is held: what a writer killed mid-write left is nobody's now
+            remove_abandoned_temporaries([self.paths.root, self.paths.model_best, self.paths.model_last])
         if self.dist.is_main and not resume and self.paths.checkpoint.exists():
             raise SettingsError(
                 f"{self.paths.root} already holds a run (checkpoint.pt); pass --resume to continue it "
@@ -331,7 +334,9 @@ class Trainer:
         table_vectors: Optional[torch.Tensor] = None
         if state is not None:
             self.vocab = Vocabulary(state["vocab"])
-            self.start_metadata = start_provenance(self.config)
+            # as recorded when the run started (the start model may have moved or changed since); a
+            # checkpoint from before it was recorded: read from the start model now
+            self.start_metadata = state["start"] if "start" in state else start_provenance(self.config)
             self.word_table = state.get("word_table")  # its rows are in the checkpoint's weights
         else:
             if start is not None and start.head is not None and start.vocab is not None:
@@ -833,6 +838,8 @@ class Trainer:
             "config": self.config.to_str(),
             # where its [paths] were relative to: a resume from another folder compares them as files
             "cwd": os.getcwd(),
+            # the provenance of the model it started from, as read when the run started
+            "start": self.start_metadata,
             # the distillation's own parameters (its language model is "model")
             **({"distill": distill_state(self.distilled)} if self.distilled is not None else {}),
             # the word table's vocabulary (its rows are in "model"), so a resume needs no table directory

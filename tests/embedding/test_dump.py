@@ -153,8 +153,11 @@ def test_existing_output_and_partial_runs(allennlp_bilm, input_file, tmp_path):
     embed_file(allennlp_bilm, input_file, out, overwrite=True)
     # an interrupted run: a .partial file holding some lines, marked incomplete
     out2 = tmp_path / "o2.hdf5"
+    with h5py.File(out, "r") as done:
+        record = done.attrs["run"]  # this run's settings: the interrupted run was made with them
     with h5py.File(partial_path(out2), "w") as f:
         f.attrs["status"] = "incomplete"
+        f.attrs["run"] = record
         f.create_dataset("0", data=numpy.full((3, 4, 32), 7.0, dtype="float32"))
     with pytest.raises(DumpError, match="--resume"):
         embed_file(allennlp_bilm, input_file, out2)

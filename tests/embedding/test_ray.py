@@ -94,8 +94,11 @@ def test_ray_hdf5_resume_keeps_what_is_written(local_ray, allennlp_dir, inputs_d
     text = inputs_dir / "in.txt"
     embed(text, tmp_path / "local.hdf5", "-w", allennlp_dir)
     out = tmp_path / "ray.hdf5"
+    with h5py.File(tmp_path / "local.hdf5", "r") as f:
+        record = f.attrs["run"]  # the settings of this run, which the interrupted one was made with
     with h5py.File(partial_path(out), "w") as f:  # an interrupted run that wrote line 0
         f.attrs["status"] = "incomplete"
+        f.attrs["run"] = record
         f.create_dataset("0", data=numpy.full((3, 4, 32), 7.0, dtype="float32"))
     digest = hashlib.sha256(partial_path(out).read_bytes()).hexdigest()
     result = runner.invoke(app, ["embed", str(text), str(out), "-w", str(allennlp_dir), "-q", "--engine", "ray"])

@@ -27,10 +27,14 @@ def text(tmp_path):
     return path
 
 
-def _interrupted(out: Path) -> str:
-    """An interrupted run's .partial holding unit 0; its digest."""
+def _interrupted(out: Path, bilm, text: Path) -> str:
+    """An interrupted run's .partial holding unit 0, recorded as a run of `bilm` on `text`; its digest."""
+    reference = embed_file(bilm, text, out.with_name("reference.hdf5"))
+    with h5py.File(reference, "r") as f:
+        record = f.attrs["run"]
     with h5py.File(partial_path(out), "w") as f:
         f.attrs["status"] = "incomplete"
+        f.attrs["run"] = record
         f.create_dataset("0", data=numpy.full((3, 4, 32), 7.0, dtype="float32"))
     return hashlib.sha256(partial_path(out).read_bytes()).hexdigest()
 
@@ -38,7 +42,7 @@ def _interrupted(out: Path) -> str:
 def test_a_partial_held_open_elsewhere_stops_the_run_and_is_kept(allennlp_bilm, text, tmp_path, monkeypatch):
     monkeypatch.delenv("HDF5_USE_FILE_LOCKING", raising=False)
     out = tmp_path / "out.hdf5"
-    digest = _interrupted(out)
+    digest = _interrupted(out, allennlp_bilm, text)
     # HDF5 takes its file lock with flock: hold one as another process's h5py.File(..., "a") would
     holder = os.open(partial_path(out), os.O_RDONLY)
     try:
@@ -56,7 +60,7 @@ def test_a_partial_held_open_elsewhere_stops_the_run_and_is_kept(allennlp_bilm, 
 
 def test_a_second_run_on_the_same_output_is_refused_while_the_first_holds_it(allennlp_bilm, text, tmp_path):
     out = tmp_path / "out.hdf5"
-    _interrupted(out)
+    _interrupted(out, allennlp_bilm, text)
     first = Hdf5Sink(out, "all", (0, 1), resume=True)  # a run resuming it, not finished
     try:
         with pytest.raises(DumpError, match="being written by another run"):
@@ -85,7 +89,7 @@ def test_an_unparsable_partial_is_moved_aside_with_a_warning(allennlp_bilm, text
 
 def test_a_partial_unreadable_for_a_system_reason_is_kept(allennlp_bilm, text, tmp_path, monkeypatch):
     out = tmp_path / "out.hdf5"
-    digest = _interrupted(out)
+    digest = _interrupted(out, allennlp_bilm, text)
     real = h5py.File
 
     def failing(name, mode="r", *args, **kwargs):
