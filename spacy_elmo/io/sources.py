@@ -338,7 +338,10 @@ def _fetch(source: Source, target: Path, progress: bool, refresh: bool = False) 
         _verify(model_dir, source)
         marker = {**_provenance(source), "contents": record_contents(model_dir)}
         (model_dir / MARKER).write_text(json.dumps(marker, indent=1), encoding="utf-8")
-        return _commit(model_dir, target, source.label, refresh)
+        committed = _commit(model_dir, target, source.label, refresh)
+        if source.kind == "archive":
+            _remove_superseded(committed, marker["archive_path"])
+        return committed
     except OSError as err:  # a full disk or a folder that refuses writes: the cache's fault, not the model's
         if not _write_failure(err):
             raise
@@ -447,7 +450,35 @@ def _provenance(source: Source) -> dict:
         "name": source.name,
         "files": [{"url": f.url, "sha256": f.sha256} for f in source.files],
         "archive": str(source.path) if source.path is not None else None,
+        # the archive's own path, resolved: its entry of another size or time (the archive replaced) goes
+        "archive_path": str(source.path.resolve()) if source.path is not None else None,
     }
+
+
+def _remove_superseded(target: Path, archive_path: str) -> None:
+    """Remove the cache's other entries of the local archive at `archive_path`: unpacked from it when it
+    had another size or time (an archive fetched or copied there again), they are keyed by those, so no
+    source reaches them any more, and each was a full copy of a model kept for good. Each goes under
+    its own entry lock, moved aside first (a rename), so a loader never finds half of one."""
+    for entry in target.parent.iterdir():
+        if entry == target or not _complete(entry):
+            continue
+        try:
+            recorded = json.loads((entry / MARKER).read_text(encoding="utf-8")).get("archive_path")
+        except (OSError, ValueError, AttributeError):
+            continue
+        if recorded != archive_path:
+            continue
+        with _entry_lock(target.parent.parent / "locks", entry, str(entry)):
+            if not _complete(entry):
+                continue
+            aside = Path(tempfile.mkdtemp(prefix=f".replaced-{entry.name}-", dir=entry.parent))
+            try:
+                os.replace(entry, aside / "entry")
+            except OSError:
+                shutil.rmtree(aside, ignore_errors=True)
+                continue
+            shutil.rmtree(aside, ignore_errors=True)
 
 
 def _commit(model_dir: Path, target: Path, label: str, refresh: bool = False) -> Path:

@@ -105,3 +105,25 @@ def test_overwrite_removes_a_killed_runs_temporary_part_at_a_url(tmp_path, allen
     embed_file(allennlp_bilm, text, target, output_format="parquet", overwrite=True)
     names = [name.rsplit("/", 1)[-1] for name in memory.ls("/leaks-bucket/pq", detail=False)]
     assert not memory.exists(stale) and names == ["part-00000-000000.parquet"]
+
+
+def test_an_archive_replaced_at_its_path_keeps_one_entry_in_the_cache(tmp_path, allennlp_dir):
+    import tarfile
+
+    from spacy_elmo.io import load_model
+    from spacy_elmo.io.sources import resolve_source
+
+    archive = tmp_path / "model.tar.gz"
+    other = tmp_path / "other.tar.gz"
+    for path in (archive, other):
+        with tarfile.open(path, "w:gz") as tar:
+            tar.add(allennlp_dir, arcname="model")
+    cache = tmp_path / "cache"
+    kept = resolve_source(other, cache=cache, progress=False)  # another archive's entry: never touched
+    entries = []
+    for second in range(3):  # fetched again to the same path: a new size or time each time
+        os.utime(archive, ns=(second * 10**9, second * 10**9))
+        entries.append(resolve_source(archive, cache=cache, progress=False))
+    assert len(set(entries)) == 3
+    assert sorted(p.name for p in (cache / "models").iterdir()) == sorted([entries[-1].name, kept.name])
+    assert load_model(entries[-1]).bilm.width == load_model(kept).bilm.width
