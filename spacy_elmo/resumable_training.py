@@ -424,7 +424,9 @@ def finished_run_kept(output: PathLike, settings: Dict[str, Any], overwrite: boo
     saved = read_state(Path(output))
     if saved is None:
         held = [name for name in (MODEL_BEST, MODEL_LAST) if (Path(output) / name).exists()]
-        if held:  # a run of an earlier version, or `spacy train`'s: trained over, it was lost without a word
+        # (this version's run records its settings first: one killed before its first model-last is
+        # started again, as before)
+        if held and read_record(output) is None:  # an earlier version's, or `spacy train`'s: it was lost
             raise ResumeError(f"{output} holds {' and '.join(held)} without a training state (a run of an earlier "
                               "version, or of `spacy train`), whose settings and end cannot be told: start afresh "
                               f"with --overwrite, or choose another output folder")

@@ -113,6 +113,11 @@ def embed_cli(
 
     if join < 0:
         fail(f"--join N joins N shard files, so N must be 1 or more (0, the default: embed), got {join}")
+    if output_format == "hdf5":
+        try:  # a link to a file: the file is written (its .partial and lock beside it); its shards too
+            output_path = followed_output_link(output_path)
+        except DumpError as err:
+            fail(str(err))
     if join:
         try:
             join_shards(output_path, join, overwrite=overwrite)
@@ -125,11 +130,6 @@ def embed_cli(
     _check_options(batch_size=batch_size, batch_tokens=batch_tokens, chunk_lines=chunk_lines, cache=cache,
                    precision=precision, workers=workers, cpus_per_worker=cpus_per_worker,
                    gpus_per_worker=gpus_per_worker, lang=lang, pipeline=pipeline)
-    if output_format == "hdf5":
-        try:  # a link to a file: the file is written (its .partial and lock beside it)
-            output_path = followed_output_link(output_path)
-        except DumpError as err:
-            fail(str(err))
     if not (shard or resume):  # (a shard's file and a resumed output are checked where they are opened)
         try:
             check_output_before_work(output_path, output_format, overwrite)  # before the model is loaded

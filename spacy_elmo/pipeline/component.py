@@ -44,7 +44,7 @@ from ..layers.bilm_model import ElmoNotReady, check_ready, drop_bilm, forget_lay
 from ..layers.listener import ElmoListenerLayer
 from ..layers.loaders import LOADER_ATTR, ensure_weights, resolve_loader
 from ..layers.config_value import ConfigValue, setting
-from ..layers.standalone import STANDALONE, replace_listener, replace_listener_cfg
+from ..layers.standalone import LISTENER, STANDALONE, replace_listener, replace_listener_cfg
 from ..threads import ThreadsSetting, check_threads, cpu_threads, in_spacy_pipe_worker, spacy_worker_threads
 from .extensions import mix_layers, register_extensions, set_doc_layers, set_doc_mix, set_doc_mixed, set_vector_hooks
 
@@ -501,10 +501,12 @@ class Elmo(TrainablePipe):
             model = getattr(nlp.get_pipe(name), "model", None)
             tok2vec = model.get_ref("tok2vec") if isinstance(model, Model) and model.has_ref("tok2vec") else None
             if tok2vec is not None and tok2vec.maybe_get_dim("nO") is None:
+                blocks = _listeners_without_width(nlp.get_pipe_config(name).get("model"), f"components.{name}.model")
+                where = ", ".join(f"[{block}]" for block in blocks) or f"[components.{name}.model.tok2vec]"
                 raise ValueError(
                     f"'{name}' listens to '{self.name}' with width = null, but spaCy's entity linker sizes its "
-                    "layers from its tok2vec's width when it is built, before the biLM is loaded: set `width` "
-                    f"in [components.{name}.model.tok2vec] (e.g. width = 256)")
+                    f"layers from its tok2vec's width when it is built, before the biLM is loaded: set `width` in "
+                    f"{where} (e.g. width = 256)")
 
     def _warn_sentences_unset_in_training(self, nlp: Language) -> None:
         """Warn where a component before this one sets sentence starts but is not among [training]
@@ -672,6 +674,8 @@ def _keep_windows_past_sentence_setters(nlp: Language, component: Any, position:
     names = nlp.pipe_names
     if component.name not in names or names.index(component.name) >= position:
         return
+    if any("token.is_sent_start" in _assigns(nlp, name) for name in names[:names.index(component.name)]):
+        return  # a setter before elmo too: elmo read sentences, as the copy will
     setters = [name for name in names[names.index(component.name) + 1:position]
                if "token.is_sent_start" in _assigns(nlp, name)]
     if not setters:
@@ -685,6 +689,16 @@ def _keep_windows_past_sentence_setters(nlp: Language, component: Any, position:
         f"{', '.join(setters)}, which set(s) sentence starts; '{component.name}' read the docs before them, in "
         f"windows (segmentation \"auto\"), so the copy reads them in windows too (segmentation = \"windows\" in "
         f"'{holder}''s config) and predicts as before.", stacklevel=4)
+
+
+def _listeners_without_width(config: Any, where: str) -> List[str]:
+    """The config sections (dotted) of the ElmoListener blocks in `config` whose width is null."""
+    if not isinstance(config, dict):
+        return []
+    found = [where] if config.get("@architectures") == LISTENER and config.get("width") is None else []
+    for key, value in config.items():
+        found += _listeners_without_width(value, f"{where}.{key}")
+    return found
 
 
 def _assigns(nlp: Language, name: str) -> List[str]:

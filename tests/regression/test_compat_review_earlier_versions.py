@@ -25,7 +25,7 @@ from spacy_elmo.embedding.dump import DumpError, embed_file, join_shards, partia
 from spacy_elmo.io import load_model
 from spacy_elmo.pretrain import Interrupted, load_config, pretrain
 from spacy_elmo.pretrain.settings import check_resume_config
-from spacy_elmo.resumable_training import ResumeError, finished_run_kept
+from spacy_elmo.resumable_training import ResumeError, finished_run_kept, record_settings
 from tests.regression.test_train_script_exit_status_and_settings import SCRIPTS, _script
 
 EARLIER = "written by an earlier version of spacy-elmo"
@@ -90,6 +90,10 @@ def test_training_refuses_to_replace_a_run_without_a_training_state(tmp_path):
         finished_run_kept(output, {"seed": 0})
     assert finished_run_kept(output, {"seed": 0}, overwrite=True) is None
     assert finished_run_kept(tmp_path / "empty", {"seed": 0}) is None
+    # this version's run, killed after its first model-best but before its first model-last: its settings
+    # were recorded first, and a fresh start replaces it, as before
+    record_settings(output, {"seed": 0})
+    assert finished_run_kept(output, {"seed": 0}) is None
 
 
 def test_a_resumed_pretraining_keeps_the_provenance_it_started_with(tiny_config_path, small_corpus, tmp_path, inject):

@@ -12,11 +12,11 @@ from spacy.training import Example
 WORDS = "Paris is nice .".split()
 
 
-def _pipeline(allennlp_dir, width):
+def _pipeline(allennlp_dir, width, tok2vec=None):
     nlp = spacy.blank("en")
     nlp.add_pipe("sentencizer")
     nlp.add_pipe("elmo", config={"weights": str(allennlp_dir)})
-    listener = {"@architectures": "spacy-elmo.ElmoListener.v1", "upstream": "elmo", "width": width}
+    listener = tok2vec or {"@architectures": "spacy-elmo.ElmoListener.v1", "upstream": "elmo", "width": width}
     linker = nlp.add_pipe("entity_linker", config={"model": {"@architectures": "spacy.EntityLinker.v2",
                                                              "tok2vec": listener}})
 
@@ -49,3 +49,12 @@ def test_with_a_width_the_linker_trains_and_links(allennlp_dir):
     for name, proc in nlp.pipeline:
         doc = proc(doc)
     assert doc.ents[0].kb_id_ == "Q1"
+
+
+def test_the_refusal_names_the_block_without_a_width(allennlp_dir):
+    listener = {"@architectures": "spacy-elmo.ElmoListener.v1", "upstream": "elmo", "width": 16}
+    tok2vec = {"@architectures": "spacy-elmo.ElmoTok2Vec.v1", "width": 16, "elmo": listener,
+               "output_elmo": {"@architectures": "spacy-elmo.ElmoListener.v1", "upstream": "elmo"}}
+    nlp, example = _pipeline(allennlp_dir, None, tok2vec)
+    with pytest.raises(ValueError, match=r"set `width` in \[components.entity_linker.model.tok2vec.output_elmo\] "):
+        nlp.initialize(lambda: [example])

@@ -162,3 +162,22 @@ def test_pretrain_names_an_output_that_is_not_a_folder(tiny_config_path, small_c
     said = " ".join((done.stdout + done.stderr).split())
     assert done.returncode == 1
     assert ("exists and is a file, not a directory" if kind == "file" else "a symbolic link to nothing") in said
+
+
+def test_shards_and_their_join_follow_a_symlinked_output(tmp_path, allennlp_dir):
+    from spacy_elmo.cli import app
+    from tests.cli.invoke import runner
+
+    text = tmp_path / "in.txt"
+    text.write_text("The bank .\nA river .\n", encoding="utf-8")
+    target = tmp_path / "big" / "out.hdf5"
+    target.parent.mkdir()
+    target.write_text("old")
+    link = tmp_path / "link.hdf5"
+    link.symlink_to(target)
+    for k in range(2):
+        result = runner.invoke(app, ["embed", str(text), str(link), "-w", str(allennlp_dir), "-q", "--shard", f"{k}/2"])
+        assert result.exit_code == 0, result.output
+    result = runner.invoke(app, ["embed", str(text), str(link), "--join", "2", "--overwrite"])
+    assert result.exit_code == 0, result.output
+    assert link.is_symlink() and h5py.is_hdf5(target)

@@ -61,7 +61,9 @@ def test_the_copy_reads_in_windows_as_elmo_did(allennlp_dir, tmp_path):
     numpy.testing.assert_array_equal(_scores(spacy.load(tmp_path / "nlp")), before)
 
 
-@pytest.mark.parametrize("order", [["elmo", "tagger", "senter"], ["sentencizer", "elmo", "tagger"]])
+@pytest.mark.parametrize("order", [["elmo", "tagger", "senter"], ["sentencizer", "elmo", "tagger"],
+                                   # a setter before elmo too: elmo read sentences, and so does the copy
+                                   ["sentencizer", "elmo", "senter", "tagger"]])
 def test_nothing_changes_without_a_sentence_setter_between(allennlp_dir, tmp_path, order):
     nlp = _trained(allennlp_dir, order)
     before = _scores(nlp)
