@@ -91,11 +91,11 @@ def finetune(args: argparse.Namespace) -> int:
 
 def _finetune_locked(args: argparse.Namespace, output: Path) -> int:
     import spacy
-    from thinc.api import fix_random_seed, require_gpu
+    from thinc.api import fix_random_seed
 
     from spacy_elmo.resumable_training import (
-        MODEL_LAST, ResumeError, Tee, TrainingSettingsError, check_training, exit_status, finished_run_kept,
-        open_run_log, recover_output, resume_record_or_exit, train_resumable,
+        MODEL_LAST, ResumeError, Tee, TrainingSettingsError, check_training, corpus_problem, exit_status,
+        finished_run_kept, open_run_log, recover_output, resume_record_or_exit, train_resumable, use_gpu_or_exit,
     )
     from spacy_elmo.source_runs import unfinished_source_problem
 
@@ -106,9 +106,11 @@ def _finetune_locked(args: argparse.Namespace, output: Path) -> int:
     else:  # before anything is written or loaded: a refused or kept run is left as it is
         if not Path(args.pipeline).is_dir():
             sys.exit(f"{args.pipeline}: no such pipeline directory (the model-best of a frozen ELMo run)")
-        unfinished = None if args.allow_unfinished else unfinished_source_problem(args.pipeline, "PIPELINE")
-        if unfinished:
-            sys.exit(unfinished)
+        problem = corpus_problem("--train", args.train) or corpus_problem("--dev", args.dev)
+        if not problem and not args.allow_unfinished:
+            problem = unfinished_source_problem(args.pipeline, "PIPELINE")
+        if problem:
+            sys.exit(problem)
         settings = run_settings(args)
         try:
             kept = finished_run_kept(output, settings, args.overwrite)
@@ -117,8 +119,7 @@ def _finetune_locked(args: argparse.Namespace, output: Path) -> int:
         if kept is not None:
             print(kept)
             return 0
-    if args.gpu_id >= 0:
-        require_gpu(args.gpu_id)
+    use_gpu_or_exit(args.gpu_id)
     fix_random_seed(args.seed)
     source = output / MODEL_LAST if args.resume else Path(args.pipeline)
     try:

@@ -254,14 +254,20 @@ def _run(command: List[str]) -> None:
     at once with a traceback (and, under `spacy project run`, having it killed); a SIGTERM sent to
     this script alone is passed on, so that the command never trains on orphaned."""
     child = subprocess.Popen(command, env=dict(os.environ, SPACY_ELMO_RESUME_HINT=RESUME_HINT))
-    previous = {name: signal.getsignal(name) for name in (signal.SIGINT, signal.SIGTERM)}
+    passed = [getattr(signal, name) for name in ("SIGTERM", "SIGHUP") if hasattr(signal, name)]
+    previous = {sig: signal.getsignal(sig) for sig in (signal.SIGINT, *passed)}
     signal.signal(signal.SIGINT, signal.SIG_IGN)  # after Popen: the command keeps its own Ctrl-C
-    signal.signal(signal.SIGTERM, lambda signum, frame: child.send_signal(signal.SIGTERM))
+    for sig in passed:
+        signal.signal(sig, lambda signum, frame: child.send_signal(signum))
     try:
         code = child.wait()
     finally:
-        for name, handler in previous.items():
-            signal.signal(name, handler)
+        for sig, handler in previous.items():
+            signal.signal(sig, handler)
+    if code < 0:  # the command died of a signal before it could handle it (while it was starting)
+        name = signal.Signals(-code).name
+        print(f"{command[0]}: stopped by {name} before it began training; {RESUME_HINT}", file=sys.stderr)
+        sys.exit(128 - code)
     if code != 0:
         sys.exit(code)
 

@@ -75,7 +75,7 @@ def run_settings(args: argparse.Namespace, overrides: Dict[str, Any], seed: Any)
 
 
 def main() -> None:
-    from spacy_elmo.resumable_training import SIGNAL_EXIT, add_resume_options
+    from spacy_elmo.resumable_training import SIGNAL_EXIT, add_resume_options, corpus_problem
     from spacy_elmo.source_runs import add_allow_unfinished_option, unfinished_source_problem
 
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
@@ -95,10 +95,15 @@ def main() -> None:
     args, extra = parser.parse_known_args()
     if args.resume and args.overwrite:
         parser.error("--resume continues the run in OUTPUT_DIR, --overwrite starts it again: pass one of them")
-    if args.elmo_model == "pretrained" and not (args.resume or args.allow_unfinished):
-        unfinished = unfinished_source_problem(args.pretrained_dir, "--pretrained-dir")
-        if unfinished:
-            sys.exit(unfinished)
+    if not args.resume:  # a resumed run reads its own record's corpora and biLM (checked there)
+        problem = corpus_problem("--train", args.train) or corpus_problem("--dev", args.dev)
+        if args.elmo_model == "pretrained" and not problem and not Path(args.pretrained_dir).exists():
+            problem = (f"--pretrained-dir {args.pretrained_dir}: no such model (pretrain one first: the project's "
+                       "`pretrain` step, or scripts/pretrain.py; or pass the folder of one)")
+        if args.elmo_model == "pretrained" and not problem and not args.allow_unfinished:
+            problem = unfinished_source_problem(args.pretrained_dir, "--pretrained-dir")
+        if problem:
+            sys.exit(problem)
 
     from click import ClickException
 
@@ -210,12 +215,10 @@ def init_pipeline(args: argparse.Namespace, config: Any) -> Any:
     with no examples (spaCy's E923), eval_frequency 0 or max_epochs -1 exit with one line (they were a
     traceback, the last two after run_settings.json had been written)."""
     from spacy.training.initialize import init_nlp
-    from thinc.api import require_gpu
 
-    from spacy_elmo.resumable_training import TrainingSettingsError, check_training
+    from spacy_elmo.resumable_training import TrainingSettingsError, check_training, use_gpu_or_exit
 
-    if args.gpu_id >= 0:
-        require_gpu(args.gpu_id)
+    use_gpu_or_exit(args.gpu_id)
     try:
         nlp = init_nlp(config, use_gpu=args.gpu_id)
         check_training(nlp.config.interpolate()["training"], args.max_minutes)

@@ -20,7 +20,7 @@ Points:
 
 Actions:
     kill     SIGKILL: the process ends at once, no handler, no cleanup
-    term     SIGTERM, int SIGINT: delivered to this process; its handlers run
+    term     SIGTERM, int SIGINT, hup SIGHUP: delivered to this process; its handlers run
     enospc   raise OSError(ENOSPC), as a full disk would
 
 Unset (the default), a point costs one environment lookup.
@@ -35,7 +35,7 @@ from .bilm.errors import SpacyElmoError
 
 VARIABLE = "SPACY_ELMO_FAULT"
 POINTS = ("embed.chunk", "pretrain.step", "checkpoint.write", "teacher_cache.batch", "train.end")
-ACTIONS = ("kill", "term", "int", "enospc")
+ACTIONS = ("kill", "term", "int", "hup", "enospc")
 
 
 class FaultSpecError(SpacyElmoError, ValueError):
@@ -89,7 +89,7 @@ def reset() -> None:
 def _act(action: str, name: str) -> None:
     if action == "enospc":
         raise OSError(errno.ENOSPC, f"No space left on device (injected at {name})")
-    sig = {"kill": signal.SIGKILL, "term": signal.SIGTERM, "int": signal.SIGINT}[action]
+    sig = {"kill": signal.SIGKILL, "term": signal.SIGTERM, "int": signal.SIGINT, "hup": signal.SIGHUP}[action]
     signal.raise_signal(sig)
 
 

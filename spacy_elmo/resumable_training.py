@@ -94,9 +94,12 @@ crash that left the last evaluation's checkpoint) can be resumed."""
 EXIT_TIME_BUDGET = 3
 """The exit status of a run stopped by its --max-minutes budget: not finished (a workflow must not
 go on to the next step on a half-trained model), and not an error: --resume continues it."""
-SIGNAL_EXIT = {"SIGINT": 130, "SIGTERM": 143}
+SIGNAL_EXIT = {"SIGINT": 130, "SIGTERM": 143, "SIGHUP": 129}
 """The exit status of a run a signal stopped (128 + the signal's number, as shells report it;
 `python -m spacy_elmo pretrain` exits with the same)."""
+STOP_SIGNALS = tuple(getattr(signal, name) for name in ("SIGINT", "SIGTERM", "SIGHUP") if hasattr(signal, name))
+"""The signals that ask a run to save and stop (SIGHUP: the terminal closed; it used to kill the run
+outright, losing everything since its last checkpoint)."""
 _OPTIMIZER_TABLES = ("mom1", "mom2", "averages")
 _OPTIMIZER_COUNTS = ("nr_update", "last_seen")
 
@@ -688,9 +691,10 @@ def recover_output(output: PathLike) -> None:
 
 @contextmanager
 def stop_on_signals(stop: threading.Event, received: Optional[List[str]] = None) -> Iterator[None]:
-    """SIGINT and SIGTERM set `stop` (the loop saves and ends after the step it is in); a second
-    SIGINT interrupts at once. Each signal's name is appended to `received` (the command's exit
-    status says which one stopped it). Outside the main thread nothing is installed."""
+    """SIGINT, SIGTERM and SIGHUP (a closed terminal, a dropped ssh session) set `stop` (the loop
+    saves and ends after the step it is in); a second SIGINT interrupts at once. Each signal's name
+    is appended to `received` (the command's exit status says which one stopped it). Outside the
+    main thread nothing is installed."""
     if threading.current_thread() is not threading.main_thread():
         yield
         return
@@ -702,7 +706,7 @@ def stop_on_signals(stop: threading.Event, received: Optional[List[str]] = None)
             raise KeyboardInterrupt
         stop.set()
 
-    previous = {sig: signal.signal(sig, handler) for sig in (signal.SIGINT, signal.SIGTERM)}
+    previous = {sig: signal.signal(sig, handler) for sig in STOP_SIGNALS}
     try:
         yield
     finally:
@@ -719,6 +723,32 @@ def parse_minutes(value: str) -> float:
     if not math.isfinite(minutes) or minutes < 0:
         raise argparse.ArgumentTypeError(f"expected a finite number of minutes >= 0 (0: no limit), not {value!r}")
     return minutes
+
+
+def corpus_problem(option: str, path: PathLike) -> Optional[str]:
+    """Why the gold corpus `path` given as `option` (--train, --dev) cannot be trained on, in one line
+    (None: it can): missing, or a file not named *.spacy, which spaCy's reader skips. A CoNLL-U file
+    given there trained on nothing (tag_acc 0.0 at every evaluation, exit 0) or failed with spaCy's
+    advice to call add_label."""
+    path = Path(path)
+    if not path.exists():
+        return f"{option} {path}: no such file or folder"
+    if path.is_file() and path.suffix != ".spacy":
+        return (f"{option} {path}: not named *.spacy, and spaCy reads gold data only from .spacy files; rename it if "
+                "it is a DocBin, or convert it first (python -m spacy_elmo corpus ud FILE.conllu OUT.spacy)")
+    return None
+
+
+def use_gpu_or_exit(gpu_id: int) -> None:
+    """thinc's require_gpu for --gpu-id N >= 0, or exit with one line where it cannot (no CuPy, no GPU)."""
+    if gpu_id < 0:
+        return
+    from thinc.api import require_gpu
+
+    try:
+        require_gpu(gpu_id)
+    except (ValueError, RuntimeError) as err:
+        sys.exit(f"--gpu-id {gpu_id}: spaCy cannot use the GPU ({err}); --gpu-id -1 trains on the CPU")
 
 
 def add_resume_options(parser: argparse.ArgumentParser) -> None:
@@ -1234,9 +1264,11 @@ __all__ = [
     "train_resumable", "add_resume_options", "read_state", "ResumeError", "ResumeWarning", "stop_on_signals",
     "MODEL_LAST", "MODEL_BEST", "RUN_SETTINGS", "SettingsChanged", "path_identity", "settings_differences",
     "record_settings", "read_record", "keep_finished", "finished_run_kept", "check_unfinished",
-    "overrides_by_contents", "add_overwrite_option", "occupied_output", "clear_output", "parse_bool",
+    "overrides_by_contents", "add_overwrite_option", "corpus_problem", "use_gpu_or_exit", "occupied_output",
+    "clear_output", "parse_bool",
     "pipeline_settings", "exit_status", "check_inputs", "check_resumable", "changed_inputs",
     "ignored_arguments", "resume_record_or_exit", "lock_output_or_exit", "output_folder_problem", "open_run_log",
     "check_training", "TrainingSettingsError", "parse_minutes", "WALL_TIME", "EXIT_TIME_BUDGET", "SIGNAL_EXIT", "Tee",
+    "STOP_SIGNALS",
     "write_wall_time", "read_log", "recover_output",
 ]

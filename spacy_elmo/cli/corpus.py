@@ -1,5 +1,6 @@
 """`corpus`: evaluation corpora (UD CoNLL-U, Universal NER IOB2) to .spacy files."""
 import random
+from functools import partial
 from pathlib import Path
 from typing import TYPE_CHECKING, List, Optional, Tuple
 
@@ -28,6 +29,7 @@ def corpus_cli(
 ) -> None:
     """Convert an evaluation corpus to a spaCy DocBin, sentences grouped n to a doc."""
     from ..gold_data import CorpusError, ud_docs, uner_docs, write_docbin
+    from ..io.atomic import staged_files
 
     if kind not in ("ud", "ner"):
         fail(f"KIND must be 'ud' or 'ner', got {kind!r}")
@@ -47,16 +49,17 @@ def corpus_cli(
     held_out: List["Doc"] = []
     if dev_output is not None:
         docs, held_out = split_off(docs, dev_fraction, n_sents, dev_split, seed)
-    written: List[Path] = []
-    for part, path in ((docs, output_path), (held_out, dev_output)):
-        if path is None:
-            continue
-        try:
-            written.append(write_docbin(part, path))
-        except OSError as err:  # both files or neither: one written before the failed one is removed
-            for done in written:
-                done.unlink(missing_ok=True)
-            fail(f"{path}: cannot write it ({err.strerror or err}); nothing was written")
+    # both files or neither, also at a Ctrl-C or a kill: each is written under a temporary name, and both
+    # are renamed into place once written (a new training file beside an old dev file leaked dev into train)
+    path: Optional[Path] = None
+    try:
+        with staged_files() as stage:
+            for part, path in ((docs, output_path), (held_out, dev_output)):
+                if path is not None:
+                    path.parent.mkdir(parents=True, exist_ok=True)
+                    stage.write(path, partial(write_docbin, part))
+    except OSError as err:
+        fail(f"{err.filename or path}: cannot write it ({err.strerror or err}); nothing was written")
     n_tokens = sum(len(d) for d in docs)
     msg.good(f"Wrote {len(docs)} docs ({n_tokens:,} tokens) to {output_path}")
     if held_out:

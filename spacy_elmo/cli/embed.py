@@ -344,6 +344,7 @@ def _embed_on_ray(input_paths: List[str], output_path: str, quiet: bool, **setti
 
 INTERRUPTED = 130  # the exit status of a command stopped by Ctrl-C (128 + SIGINT), as shells report it
 TERMINATED = 143  # by SIGTERM (128 + 15): a job scheduler's, `timeout`'s or Kubernetes' stop
+HUNG_UP = 129  # by SIGHUP (128 + 1): the terminal closed, an ssh session dropped
 
 
 class Terminated(KeyboardInterrupt):
@@ -355,19 +356,22 @@ class Terminated(KeyboardInterrupt):
 
 @contextmanager
 def _sigterm_as_interrupt() -> Iterator[None]:
-    """Within the block, SIGTERM raises `Terminated` (main thread only; elsewhere nothing changes)."""
+    """Within the block, SIGTERM and SIGHUP raise `Terminated` (main thread only; elsewhere nothing
+    changes)."""
     if threading.current_thread() is not threading.main_thread():
         yield
         return
 
     def terminate(signum: int, frame: Any) -> None:
-        raise Terminated()
+        raise Terminated(signal.Signals(signum).name)
 
-    previous = signal.signal(signal.SIGTERM, terminate)
+    names = [name for name in ("SIGTERM", "SIGHUP") if hasattr(signal, name)]
+    previous = {name: signal.signal(getattr(signal, name), terminate) for name in names}
     try:
         yield
     finally:
-        signal.signal(signal.SIGTERM, previous)
+        for name, handler in previous.items():
+            signal.signal(getattr(signal, name), handler)
 
 
 @contextmanager
@@ -400,8 +404,9 @@ def _stopped_runs(output_path: str, output_format: str, shard: Tuple[int, int], 
         except KeyboardInterrupt as err:
             bar.close()
             note = getattr(err, "note", None) or stopped_note(output_path, output_format, shard)
-            by = " by SIGTERM" if isinstance(err, Terminated) else ""
-            fail(f"Interrupted{by}: {note}", TERMINATED if isinstance(err, Terminated) else INTERRUPTED)
+            name = (err.args[0] if err.args else "SIGTERM") if isinstance(err, Terminated) else None
+            code = {"SIGTERM": TERMINATED, "SIGHUP": HUNG_UP}.get(name or "", INTERRUPTED)
+            fail(f"Interrupted{f' by {name}' if name else ''}: {note}", code)
         except OSError as err:
             bar.close()
             where = f" ({err.filename})" if err.filename else ""

@@ -128,12 +128,29 @@ def _models_below(directory: Path) -> str:
     return f"; its subfolder(s) {', '.join(holding)} hold a model: pass one of them" if holding else ""
 
 
+def not_native_reason(directory: PathLike) -> str:
+    """Why `directory` is not a native model, with what to do: missing; one level above its models (a
+    pretraining output); or another layout, to convert. A loader or a setting that reads native models
+    only says this (they used to advise another loader, or a conversion, that failed in turn)."""
+    directory = Path(directory)
+    if not directory.is_dir():
+        return "no such directory" if not directory.exists() else "not a directory"
+    below = _models_below(directory)
+    if below:
+        return "not a model itself" + below
+    if layouts_in(directory) or is_pipeline(directory):
+        return f"not a native spacy-elmo model (no elmo.json); convert it first: python -m spacy_elmo convert " \
+               f"{directory} OUT --to native"
+    return f"not a native spacy-elmo model (no elmo.json, nor any other model's files): {_EXPECTED}"
+
+
 def load_bilm(path: Optional[PathLike] = None) -> BiLM:
     """The biLM (without a softmax) of the model `path` names; with no path, the embedded English model."""
     return load_model(path, with_softmax=False).bilm
 
 
 __all__ = [
+    "not_native_reason",
     "DamagedFileError",
     "WeightsError",
     "NativeModel",

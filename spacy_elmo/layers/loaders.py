@@ -53,8 +53,10 @@ from ..io import (
     load_model,
     load_native,
     load_published,
+    not_native_reason,
     resolve_source,
 )
+from ..io.layouts import layouts_in
 from ..io.sources import fetch_again_hint
 from ..resources import DEFAULT_MODEL_DIR, default_model_path
 
@@ -160,9 +162,11 @@ def _read_published(path: PathLike, with_softmax: bool) -> NativeModel:
 def _read_native(path: PathLike, with_softmax: bool) -> NativeModel:
     directory = _directory(path)
     if not is_native(directory):
-        raise WeightsError(
-            f"{directory}: no elmo.json; for options.json + weights.hdf5 use spacy-elmo.PublishedLoader.v1"
-        )
+        if directory.is_dir() and "published" in layouts_in(directory):  # a loader for it exists
+            raise WeightsError(f"{directory}: no elmo.json; for options.json + weights.hdf5 use "
+                               "spacy-elmo.PublishedLoader.v1 (or convert it: python -m spacy_elmo convert "
+                               f"{directory} OUT --to native)")
+        raise WeightsError(f"{directory}: {not_native_reason(directory)}")
     with fetch_again_hint(path, directory):
         return load_native(directory, with_softmax=with_softmax)
 

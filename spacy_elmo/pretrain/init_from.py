@@ -15,6 +15,7 @@ from ..bilm.language_model import LanguageModel
 from ..bilm.vocab import WordTableVocabulary
 from ..io.errors import WeightsError
 from ..io.native import WORD_TABLE_TENSOR, NativeModel, is_native, load_native, read_meta
+from ..io import not_native_reason
 from ..resources import default_model_path
 from .settings import SettingsError
 
@@ -48,10 +49,7 @@ def start_model(config: Config, report: bool) -> Optional[NativeModel]:
         )
     path = model_path(source)
     if not is_native(path):
-        raise SettingsError(
-            f"[paths] init_from = {source!r}: not a native spacy-elmo model directory (no elmo.json); "
-            "convert a published model first with `spacy_elmo convert DIR OUT --to native`"
-        )
+        raise SettingsError(f"[paths] init_from = {source!r}: {not_native_reason(path)}")
     try:
         start = load_native(path)
     except WeightsError as err:

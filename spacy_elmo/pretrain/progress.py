@@ -77,15 +77,19 @@ class Window:
         return [float(v) for v in distill]
 
 
+STOP_SIGNALS = tuple(getattr(signal, name) for name in ("SIGINT", "SIGTERM", "SIGHUP") if hasattr(signal, name))
+"""SIGHUP too: a closed terminal or a dropped ssh session used to kill a run without its checkpoint."""
+
+
 class StopFlag:
-    """Turns SIGINT/SIGTERM into a request to checkpoint and stop; a second signal aborts."""
+    """Turns SIGINT/SIGTERM/SIGHUP into a request to checkpoint and stop; a second signal aborts."""
 
     def __init__(self) -> None:
         self.requested: Optional[str] = None
         self._previous: Dict[int, Any] = {}
 
     def __enter__(self) -> "StopFlag":
-        for sig in (signal.SIGINT, signal.SIGTERM):
+        for sig in STOP_SIGNALS:
             try:
                 self._previous[sig] = signal.signal(sig, self._handle)
             except ValueError:  # not the main thread

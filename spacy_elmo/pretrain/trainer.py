@@ -145,6 +145,7 @@ class Trainer:
         if not paths["train"]:
             raise SettingsError("no training text: set [paths] train (or --paths.train FILE)")
         self._refuse_output_inside(paths["train"])
+        check_text_paths(paths)  # before the training text is tokenized (hours, for a real corpus)
         cache = Path(paths["cache"]) if paths["cache"] else self.paths.corpus_cache
         kwargs = dict(lang=corpus_cfg["lang"], tokenizer=corpus_cfg["tokenizer"], max_length=corpus_cfg["max_length"],
                       progress=self.progress)
@@ -238,7 +239,6 @@ class Trainer:
             return self._run(resume)
 
     def _run(self, resume: bool) -> Dict[str, Any]:
-        self.paths.root.mkdir(parents=True, exist_ok=True)
         if self.dist.is_main:  # the lock is held: what a writer killed mid-write left is nobody's now
             remove_abandoned_temporaries([self.paths.root, self.paths.model_best, self.paths.model_last])
         if self.dist.is_main and not resume and self.paths.checkpoint.exists():
@@ -248,6 +248,8 @@ class Trainer:
             )
         state = load_checkpoint(self.paths.checkpoint) if resume else None
         start = self._architecture(state)  # before the corpus: what is wrong in the settings shows at once
+        # made once the settings are known good: a refused start leaves no empty output folder behind
+        self.paths.root.mkdir(parents=True, exist_ok=True)
         self.prepare_data(state)
         self._build(state, start)
         if self.dist.is_main:
@@ -981,6 +983,26 @@ def check_stream_processes(config: Config, world_size: int) -> None:
             "state into the next batch, which under torchrun another process trains on; use "
             'mode = "sentences" with torchrun, or run stream mode in one process'
         )
+
+
+def check_text_paths(paths: Dict[str, Any]) -> None:
+    """SettingsError, naming the setting, for a [paths] train or dev that names nothing, or CoNLL-U
+    (read as plain text, its columns became the vocabulary: `= : _ Number 4 Sing`), and for a missing
+    [paths] vocab: each used to be found only after the whole training text was tokenized, or never."""
+    for key in ("train", "dev"):
+        if not paths.get(key):
+            continue
+        try:
+            files = expand_paths(paths[key])
+        except FileNotFoundError as err:
+            raise SettingsError(f"[paths] {key}: {err}") from None
+        conllu = [path for path in files if path.name.lower().endswith((".conllu", ".conll", ".conllu.gz"))]
+        if conllu:
+            raise SettingsError(f"[paths] {key}: {conllu[0]} is CoNLL-U, which pretraining would read as plain text "
+                                f"(its columns as words); convert it first: python -m spacy_elmo corpus ud "
+                                f"{conllu[0]} OUT.spacy")
+    if paths.get("vocab") and not Path(paths["vocab"]).is_file():
+        raise SettingsError(f"[paths] vocab = {paths['vocab']!r}: no such file")
 
 
 def run_finished(output_dir: PathLike) -> bool:

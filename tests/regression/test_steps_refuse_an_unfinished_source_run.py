@@ -51,8 +51,11 @@ def test_scripts_refuse_a_stopped_pretraining_until_it_has_finished(
 
     # scripts/train.py: refused before anything is read or written
     output = tmp_path / "tagger"
+    for name in ("t.spacy", "d.spacy"):
+        (tmp_path / name).write_bytes(b"")
     monkeypatch.setattr(sys, "argv", ["train.py", str(ROOT / "configs" / "ewt_elmo.cfg"), str(output),
-                                      "--train", "t.spacy", "--dev", "d.spacy", "--elmo-model", "pretrained",
+                                      "--train", str(tmp_path / "t.spacy"), "--dev", str(tmp_path / "d.spacy"),
+                                      "--elmo-model", "pretrained",
                                       "--pretrained-dir", str(best)])
     with pytest.raises(SystemExit) as refused:
         _script("train").main()
