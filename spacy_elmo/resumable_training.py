@@ -78,6 +78,7 @@ from .io.atomic import atomic_path, fsync_directory, fsync_tree
 from .io.checksum import sha256_file
 from .io.file_lock import OutputBusyError, RunLock, output_lock
 from .pretrain.checkpoint import rng_state, set_rng_state
+from .pretrain.progress import STOP_SIGNALS  # the signals that ask a run to save and stop: pretraining's too
 
 if TYPE_CHECKING:
     from spacy.language import Language
@@ -97,9 +98,6 @@ go on to the next step on a half-trained model), and not an error: --resume cont
 SIGNAL_EXIT = {"SIGINT": 130, "SIGTERM": 143, "SIGHUP": 129}
 """The exit status of a run a signal stopped (128 + the signal's number, as shells report it;
 `python -m spacy_elmo pretrain` exits with the same)."""
-STOP_SIGNALS = tuple(getattr(signal, name) for name in ("SIGINT", "SIGTERM", "SIGHUP") if hasattr(signal, name))
-"""The signals that ask a run to save and stop (SIGHUP: the terminal closed; it used to kill the run
-outright, losing everything since its last checkpoint)."""
 _OPTIMIZER_TABLES = ("mom1", "mom2", "averages")
 _OPTIMIZER_COUNTS = ("nr_update", "last_seen")
 

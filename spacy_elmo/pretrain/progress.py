@@ -78,7 +78,9 @@ class Window:
 
 
 STOP_SIGNALS = tuple(getattr(signal, name) for name in ("SIGINT", "SIGTERM", "SIGHUP") if hasattr(signal, name))
-"""SIGHUP too: a closed terminal or a dropped ssh session used to kill a run without its checkpoint."""
+"""The signals that ask a run to save and stop (pretraining, and downstream training through
+`resumable_training`). SIGHUP too: a closed terminal or a dropped ssh session used to kill a run
+without its checkpoint."""
 
 
 class StopFlag:
