@@ -95,7 +95,16 @@ def main() -> None:
     args, extra = parser.parse_known_args()
     if args.resume and args.overwrite:
         parser.error("--resume continues the run in OUTPUT_DIR, --overwrite starts it again: pass one of them")
-    if not args.resume:  # a resumed run reads its own record's corpora and biLM (checked there)
+
+    from click import ClickException
+
+    try:
+        overrides = overrides_from(args, extra)
+    except ClickException as err:  # an option that is neither this script's nor a --section.key override
+        parser.error(f"{err.format_message()} (spaCy's config overrides are --section.key VALUE)")
+    # after the options (a mistyped one is named first); a resumed run reads its own record's corpora and
+    # biLM, checked there
+    if not args.resume:
         problem = corpus_problem("--train", args.train) or corpus_problem("--dev", args.dev)
         if args.elmo_model == "pretrained" and not problem and not Path(args.pretrained_dir).exists():
             problem = (f"--pretrained-dir {args.pretrained_dir}: no such model (pretrain one first: the project's "
@@ -104,13 +113,6 @@ def main() -> None:
             problem = unfinished_source_problem(args.pretrained_dir, "--pretrained-dir")
         if problem:
             sys.exit(problem)
-
-    from click import ClickException
-
-    try:
-        overrides = overrides_from(args, extra)
-    except ClickException as err:  # an option that is neither this script's nor a --section.key override
-        parser.error(f"{err.format_message()} (spaCy's config overrides are --section.key VALUE)")
     try:
         sys.exit(train(args, overrides))
     except KeyboardInterrupt:  # a second Ctrl-C, or one before training began

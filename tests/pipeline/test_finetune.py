@@ -65,6 +65,8 @@ def test_finetune_refuses_a_pipeline_without_elmo(tmp_path):
     nlp = spacy.blank("en")
     nlp.add_pipe("tagger")
     nlp.to_disk(tmp_path / "plain")
+    for name in ("t.spacy", "d.spacy"):  # corpora that exist (a missing one is refused first)
+        (tmp_path / name).write_bytes(b"")
     done = subprocess.run(
         [sys.executable, str(SCRIPT), str(tmp_path / "plain"), str(tmp_path / "out"),
          "--train", str(tmp_path / "t.spacy"), "--dev", str(tmp_path / "d.spacy")],

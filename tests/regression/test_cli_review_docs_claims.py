@@ -38,13 +38,14 @@ def test_pretrain_exits_with_the_status_every_page_names(tiny_config_path, small
                                  "--training.eval_every", "1000", "--training.threads", "1"])
     assert (tmp_path / "run" / "model-last").is_dir(), result.output
     assert result.exit_code == SIGNAL_EXIT[name] == {"SIGINT": 130, "SIGTERM": 143}[name]
-    pattern = r"exits with status 130 \(SIGINT\) or 143 \(SIGTERM\)"
+    pattern = r"status 130 \(SIGINT\), 143 \(SIGTERM\) or 129 \(SIGHUP\)"
     named = {
-        "cli.md": re.search(r"On SIGINT or SIGTERM the command .*? " + pattern, page(ROOT / "docs" / "cli.md")),
+        "cli.md": re.search(r"On SIGINT, SIGTERM or SIGHUP .*? the command .*? " + pattern,
+                            page(ROOT / "docs" / "cli.md")),
         "pretraining.md": re.search(r"SIGTERM \(e\.g\. from a job scheduler\) .*? " + pattern,
                                     page(ROOT / "docs" / "pretraining.md")),
-        "project.md": re.search(r"the exit status is 130 \(SIGINT\) or 143 \(SIGTERM\).{0,120}? as `python -m "
-                                r"spacy_elmo pretrain` .{0,80}? does", page(ROOT / "docs" / "project.md")),
+        "project.md": re.search(r"the exit status is 130 \(SIGINT\), 143 \(SIGTERM\) or 129 \(SIGHUP\).{0,120}? as "
+                                r"`python -m spacy_elmo pretrain` .{0,80}? does", page(ROOT / "docs" / "project.md")),
     }
     assert all(named.values()), named
     assert "after either signal" not in page(ROOT / "spacy_elmo" / "resumable_training.py")
